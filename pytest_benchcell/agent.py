@@ -1,0 +1,256 @@
+"""Run one agent conversation through the Claude Agent SDK.
+
+This is the only module that imports claude_agent_sdk, and it does so inside functions: importing
+the SDK costs about half a second, which collection, reports and the pure tests never pay.
+
+What it guarantees:
+- exactly the arm's tools (`tools` = the declared built-ins, MCP servers only as declared);
+- a PreToolUse hook that asks the guard about every tool call, built-ins and MCP included, and
+  records each attempt with the decision (denied attempts are real wasted effort);
+- the turn cap through `max_turns` (result subtype error_max_turns);
+- the wall-clock backstop by interrupting the client (not by cancelling the task, which would make
+  the SDK wait 5 s for the CLI): the CLI stops within a fraction of a second and is reaped, and the
+  partial usage it reports is kept;
+- an independent transcript of tool calls, rebuilt from the assistant messages' tool_use blocks and
+  the tool results that followed (the audit reads this, not the guard's own bookkeeping).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .sample import add_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
+
+GuardFunction = Callable[[str, Mapping[str, Any]], "tuple[bool, str]"]
+
+# After an interrupt the CLI normally answers within about 0.35 s; this bounds a CLI that does not.
+INTERRUPT_GRACE_S = 10.0
+STDERR_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    model: str
+    system_prompt: str
+    prompt: str
+    max_turns: int
+    wall_clock_s: float
+    cwd: Path
+    env: Mapping[str, str]  # layered by the SDK over the harness's environment
+    tools: tuple[str, ...]  # Claude Code built-in tools the arm declares
+    mcp_servers: Mapping[str, Mapping[str, Any]]  # name -> stdio server config
+    guard: GuardFunction  # (tool name, tool input) -> (allowed, reason)
+
+
+@dataclass
+class AgentResult:
+    subtype: str | None = None  # ResultMessage.subtype; None if no result arrived
+    is_error: bool = False
+    terminal_reason: str | None = None
+    final_answer: str = ""
+    turns: int = 0
+    duration_ms: int = 0
+    cost_usd: float | None = None
+    usage_total: dict[str, int] = field(default_factory=zero_tokens)
+    usage_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # from the PreToolUse hook
+    transcript: list[dict[str, Any]] = field(default_factory=list)  # from the messages themselves
+    hung: bool = False
+    error: str | None = None  # an SDK/CLI/API failure, not an agent failure
+    api_error_status: int | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+    partial_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    denied_ids: list[str] = field(default_factory=list)  # the CLI's own record of denied calls
+
+    @property
+    def hit_turn_cap(self) -> bool:
+        return self.subtype == "error_max_turns"
+
+
+def sdk_versions() -> dict[str, str]:
+    """The installed SDK and bundled CLI versions, for provenance."""
+    try:
+        from claude_agent_sdk import __version__ as sdk_version
+    except ImportError:  # pragma: no cover - the SDK is a hard dependency
+        return {"sdk": "missing", "cli": "missing"}
+    try:
+        from claude_agent_sdk._cli_version import __cli_version__ as cli_version
+    except ImportError:
+        cli_version = "unknown"
+    return {"sdk": sdk_version, "cli": cli_version}
+
+
+def run_agent(request: AgentRequest) -> AgentResult:
+    """Run the conversation to its end (or its backstop) and return everything measured."""
+    return asyncio.run(_run(request))
+
+
+async def _run(request: AgentRequest) -> AgentResult:
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher
+
+    result = AgentResult()
+    stderr_lines: list[str] = []
+
+    async def guard_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        tool_name = str(hook_input.get("tool_name", ""))
+        tool_input = hook_input.get("tool_input") or {}
+        allowed, reason = request.guard(tool_name, tool_input)
+        result.attempts.append(
+            {
+                "id": tool_use_id or hook_input.get("tool_use_id"),
+                "tool": tool_name,
+                "input": dict(tool_input),
+                "allowed": allowed,
+                "reason": reason,
+            }
+        )
+        decision = {"hookEventName": "PreToolUse", "permissionDecision": "allow" if allowed else "deny"}
+        if not allowed:
+            decision["permissionDecisionReason"] = reason
+        return {"hookSpecificOutput": decision}
+
+    def keep_stderr(line: str) -> None:
+        stderr_lines.append(line.rstrip())
+        del stderr_lines[:-STDERR_TAIL_LINES]
+
+    options = ClaudeAgentOptions(
+        model=request.model,
+        system_prompt=request.system_prompt,
+        max_turns=request.max_turns,
+        cwd=str(request.cwd),
+        env=dict(request.env),
+        tools=list(request.tools),
+        # Every call still passes the guard hook first; allowed_tools only stops the CLI from
+        # asking a permission question nobody is there to answer.
+        allowed_tools=list(request.tools) + [f"mcp__{name}__*" for name in request.mcp_servers],
+        mcp_servers={name: dict(config) for name, config in request.mcp_servers.items()},
+        strict_mcp_config=True,
+        setting_sources=[],
+        hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[guard_hook])]},
+        stderr=keep_stderr,
+    )
+
+    started = time.monotonic()
+    client = ClaudeSDKClient(options=options)
+    try:
+        await client.connect()
+        await client.query(request.prompt)
+        try:
+            await asyncio.wait_for(_collect(client, result), timeout=request.wall_clock_s)
+        except asyncio.TimeoutError:
+            result.hung = True
+            await _interrupt(client, result)
+    except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a recorded harness error
+        if not _absorb_result_error(exc, result):
+            result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        try:
+            await asyncio.wait_for(client.disconnect(), timeout=INTERRUPT_GRACE_S)
+        except Exception:  # noqa: BLE001 - the CLI is gone either way; nothing left to save
+            pass
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    result.duration_ms = result.duration_ms or elapsed_ms
+    if result.hung:
+        result.duration_ms = elapsed_ms
+    result.stderr_tail = stderr_lines
+    return result
+
+
+async def _collect(client: Any, result: AgentResult) -> None:
+    try:
+        async for message in client.receive_response():
+            _absorb_message(message, result)
+    except Exception as exc:
+        if not _absorb_result_error(exc, result):
+            raise
+
+
+async def _interrupt(client: Any, result: AgentResult) -> None:
+    """Stop the CLI at the backstop and keep whatever it reports about the partial run."""
+    try:
+        await client.interrupt()
+        await asyncio.wait_for(_collect(client, result), timeout=INTERRUPT_GRACE_S)
+    except Exception:  # noqa: BLE001 - a hung run is recorded as hung whatever the CLI says now
+        pass
+
+
+def _absorb_result_error(exc: Exception, result: AgentResult) -> bool:
+    """The SDK raises ResultError after an error result (turn cap, API error): an outcome, not a crash."""
+    from claude_agent_sdk import ResultError
+
+    if not isinstance(exc, ResultError):
+        return False
+    status = getattr(exc, "api_error_status", None)
+    if status is not None:
+        result.api_error_status = int(status)
+    if result.subtype is None:
+        result.subtype = getattr(exc, "subtype", None) or "error"
+    if status is not None or (result.subtype == "error_during_execution" and not result.hung):
+        result.error = f"model API error {status}: {exc}" if status else f"agent run failed: {exc}"
+    return True
+
+
+def _absorb_message(message: Any, result: AgentResult) -> None:
+    from claude_agent_sdk import AssistantMessage, ResultMessage, ToolResultBlock, ToolUseBlock, UserMessage
+
+    if isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                result.transcript.append(
+                    {"id": block.id, "tool": block.name, "input": dict(block.input), "result": None}
+                )
+        if message.usage and not result.usage_by_model:
+            # Per-call usage from assistant messages: the only usage a run that never ends has.
+            # One API call can arrive as several messages, so they are keyed by message id.
+            key = message.message_id or f"message-{len(result.partial_usage)}"
+            result.partial_usage[key] = tokens_from_snake(message.usage)
+            total = zero_tokens()
+            for tokens in result.partial_usage.values():
+                total = add_tokens(total, tokens)
+            result.usage_total = total
+    elif isinstance(message, UserMessage) and isinstance(message.content, list):
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                _attach_tool_result(result, block)
+    elif isinstance(message, ResultMessage):
+        result.subtype = message.subtype
+        result.is_error = bool(message.is_error)
+        result.terminal_reason = getattr(message, "terminal_reason", None)
+        result.final_answer = message.result or ""
+        result.turns = int(message.num_turns or 0)
+        result.duration_ms = int(message.duration_ms or 0)
+        result.cost_usd = message.total_cost_usd
+        if message.api_error_status:
+            result.api_error_status = int(message.api_error_status)
+        if message.is_error and message.subtype == "success":
+            # An API failure after the CLI's retries arrives as a "success" result flagged is_error
+            # (terminal_reason api_error): the model never answered, so it is a harness error.
+            status = f" {message.api_error_status}" if message.api_error_status else ""
+            result.error = f"model API error{status}: {(message.result or '').strip()[:300]}"
+        for denial in message.permission_denials or []:
+            if isinstance(denial, dict) and denial.get("tool_use_id"):
+                result.denied_ids.append(str(denial["tool_use_id"]))
+        by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
+        if by_model:
+            result.usage_by_model = by_model
+            total = zero_tokens()
+            for tokens in by_model.values():
+                total = add_tokens(total, tokens)
+            result.usage_total = total
+        elif message.usage:
+            result.usage_total = tokens_from_snake(message.usage)
+
+
+def _attach_tool_result(result: AgentResult, block: Any) -> None:
+    content = block.content
+    if isinstance(content, list):
+        content = "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    for call in reversed(result.transcript):
+        if call["id"] == block.tool_use_id:
+            call["result"] = {"is_error": bool(block.is_error), "content": str(content or "")}
+            return

@@ -1,0 +1,413 @@
+"""Load and validate bench.toml into frozen dataclasses.
+
+Every problem becomes one BenchConfigError whose message names the file, the key, the bad value and
+what is allowed. The plugin turns it into pytest.UsageError; this module knows nothing of pytest.
+Unknown keys are errors too: a typo such as `turncap` must not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_STORE = "bench/results"
+DEFAULT_TRIALS = 5
+DEFAULT_FLOOR = 3
+DEFAULT_TURN_CAP = 40
+DEFAULT_WALL_CLOCK_MS = 300_000
+DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
+DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
+
+# Claude Code's built-in tools an arm may declare. Anything not declared is unavailable to the arm.
+BUILTIN_TOOLS = (
+    "Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "NotebookEdit",
+    "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite", "Skill",
+)  # fmt: skip
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class BenchConfigError(Exception):
+    """bench.toml is missing or invalid. The message is complete and meant for the user."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    tools: tuple[str, ...]
+    binaries: tuple[str, ...]
+    path: tuple[str, ...]  # absolute folders that hold the arm's binaries
+    bootstrap: str
+    skill_path: str | None
+    skill_body: str
+    env: Mapping[str, str]
+    mcp_servers: tuple[McpServer, ...]
+    deny_subcommands: Mapping[str, tuple[str, ...]]
+
+    @property
+    def system_prompt_addition(self) -> str:
+        parts = [self.bootstrap.strip()]
+        if self.skill_body.strip():
+            parts.append(self.skill_body.strip())
+        return "\n\n".join(part for part in parts if part)
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    tier: str
+    intent: str
+    bonus: bool
+    required_facts: tuple[Any, ...]
+    forbidden_facts: tuple[Any, ...]
+    check_state: bool
+
+
+@dataclass(frozen=True)
+class Bench:
+    path: Path  # the bench.toml file
+    name: str
+    model: str
+    store: Path  # absolute
+    trials: int
+    floor: int
+    turn_cap: int
+    wall_clock_ms: int
+    base_prompt: str
+    tiers: tuple[str, ...]
+    secrets: tuple[str, ...]
+    weights: Mapping[str, float]
+    arms: Mapping[str, Arm]
+    tasks: Mapping[str, Task]
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def definitions(self, arm: str, task: str) -> dict[str, Any]:
+        """The resolved definitions a sample of this cell was produced under (stored as TOML)."""
+        arm_def = asdict(self.arms[arm])
+        arm_def["mcp_servers"] = [asdict(server) for server in self.arms[arm].mcp_servers]
+        return _toml_safe(
+            {
+                "bench": {"name": self.name, "model": self.model, "base_prompt": self.base_prompt},
+                "arm": arm_def,
+                "task": asdict(self.tasks[task]),
+            }
+        )
+
+    def fingerprint(self, arm: str, task: str) -> str:
+        """A stable hash of everything that defines the cell's experiment (incl. the skill's text)."""
+        canonical = json.dumps(self.definitions(arm, task), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _toml_safe(value: Any) -> Any:
+    """TOML has no null and no tuples: drop None, turn tuples into lists, keep the rest."""
+    if isinstance(value, Mapping):
+        return {str(k): _toml_safe(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_toml_safe(v) for v in value if v is not None]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+class _Reader:
+    """Reads one table of the TOML document, remembering where it is for error messages."""
+
+    def __init__(self, file: Path, where: str, table: Any) -> None:
+        self.file = file
+        self.where = where
+        if not isinstance(table, dict):
+            self.fail(where, table, "a table")
+        self.table: dict[str, Any] = table
+
+    def fail(self, key: str, value: Any, allowed: str) -> None:
+        raise BenchConfigError(
+            f"{self.file}: {self._key(key)} has value {_show(value)}; allowed: {allowed}"
+        )
+
+    def _key(self, key: str) -> str:
+        return f"[{self.where}] {key}" if key != self.where else f"[{self.where}]"
+
+    def only(self, *allowed: str) -> None:
+        for key in self.table:
+            if key not in allowed:
+                raise BenchConfigError(
+                    f"{self.file}: [{self.where}] has unknown key {key!r}; "
+                    f"allowed keys: {', '.join(allowed)}"
+                )
+
+    def require(self, key: str) -> Any:
+        if key not in self.table:
+            raise BenchConfigError(f"{self.file}: [{self.where}] lacks the required key {key!r}")
+        return self.table[key]
+
+    def string(self, key: str, default: str | None = None, *, required: bool = False) -> str:
+        value = self.require(key) if required else self.table.get(key, default)
+        if not isinstance(value, str) or (required and not value.strip()):
+            self.fail(key, value, "a non-empty string" if required else "a string")
+        return value
+
+    def integer(self, key: str, default: int, *, minimum: int = 1) -> int:
+        value = self.table.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            self.fail(key, value, f"a whole number >= {minimum}")
+        return value
+
+    def number(self, key: str, default: float) -> float:
+        value = self.table.get(key, default)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            self.fail(key, value, "a number >= 0")
+        return float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, value, "true or false")
+        return value
+
+    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self.table.get(key, list(default))
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.fail(key, value, "a list of non-empty strings")
+        return tuple(value)
+
+    def string_table(self, key: str) -> dict[str, str]:
+        value = self.table.get(key, {})
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            self.fail(key, value, "a table of string values")
+        return dict(value)
+
+    def sub(self, key: str) -> "_Reader":
+        return _Reader(self.file, f"{self.where}.{key}", self.table.get(key, {}))
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def load_bench(path: str | Path) -> Bench:
+    """Read and validate a bench.toml. Raises BenchConfigError with a complete message."""
+    file = Path(path).resolve()
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise BenchConfigError(
+            f"{file}: no such bench file; create a bench.toml (see the README) "
+            f"or point --bench-config at one"
+        ) from None
+    except OSError as exc:
+        raise BenchConfigError(f"{file}: cannot be read: {exc.strerror}") from None
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BenchConfigError(f"{file}: is not valid TOML: {exc}") from None
+    return _parse(file, document)
+
+
+def _parse(file: Path, document: dict[str, Any]) -> Bench:
+    top = _Reader(file, "bench.toml", document)
+    for key in document:
+        if key not in ("bench", "pricing", "arms", "tasks"):
+            raise BenchConfigError(
+                f"{file}: unknown top-level table [{key}]; allowed: [bench], [pricing], [arms.NAME], [tasks.ID]"
+            )
+    bench = _Reader(file, "bench", top.require("bench"))
+    bench.only(
+        "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
+        "base_prompt", "tiers", "secrets",
+    )  # fmt: skip
+    model = bench.string("model", required=True)
+    trials = bench.integer("trials", DEFAULT_TRIALS)
+    floor = bench.integer("floor", DEFAULT_FLOOR)
+    tiers = bench.strings("tiers", DEFAULT_TIERS)
+    if not tiers:
+        bench.fail("tiers", [], "a non-empty list of tier names")
+
+    pricing = _Reader(file, "pricing", document.get("pricing", {}))
+    pricing.only(*DEFAULT_WEIGHTS)
+    weights = {name: pricing.number(name, default) for name, default in DEFAULT_WEIGHTS.items()}
+
+    arms_table = top.require("arms")
+    arms_reader = _Reader(file, "arms", arms_table)
+    if not arms_table:
+        raise BenchConfigError(f"{file}: [arms] is empty; declare at least one [arms.NAME] table")
+    arms = {name: _parse_arm(file, name, arms_reader.sub(name)) for name in arms_table}
+
+    tasks_table = top.require("tasks")
+    tasks_reader = _Reader(file, "tasks", tasks_table)
+    if not tasks_table:
+        raise BenchConfigError(f"{file}: [tasks] is empty; declare at least one [tasks.ID] table")
+    tasks = {task_id: _parse_task(file, task_id, tasks_reader.sub(task_id), tiers) for task_id in tasks_table}
+
+    return Bench(
+        path=file,
+        name=bench.string("name", file.parent.name),
+        model=model,
+        store=(file.parent / bench.string("store", DEFAULT_STORE)).resolve(),
+        trials=trials,
+        floor=floor,
+        turn_cap=bench.integer("turn_cap", DEFAULT_TURN_CAP),
+        wall_clock_ms=bench.integer("wall_clock_ms", DEFAULT_WALL_CLOCK_MS),
+        base_prompt=bench.string("base_prompt", ""),
+        tiers=tiers,
+        secrets=bench.strings("secrets"),
+        weights=weights,
+        arms=arms,
+        tasks=tasks,
+    )
+
+
+def _check_name(reader: _Reader, kind: str, name: str) -> None:
+    if not NAME_PATTERN.match(name):
+        raise BenchConfigError(
+            f"{reader.file}: [{reader.where}] is not a valid {kind} name ({name!r}); allowed: letters, "
+            f"digits, '.', '_' and '-', starting with a letter or digit (it becomes a file name)"
+        )
+
+
+def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
+    _check_name(arm, "arm", name)
+    arm.only("tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands")
+    tools = arm.strings("tools", ("Bash",))
+    for tool in tools:
+        if tool not in BUILTIN_TOOLS:
+            arm.fail("tools", tool, f"built-in tools {', '.join(BUILTIN_TOOLS)} (MCP tools come from mcp_servers)")
+    binaries = arm.strings("binaries")
+    if binaries and "Bash" not in tools:
+        arm.fail("binaries", list(binaries), "binaries only with \"Bash\" in tools (this arm has no shell)")
+    for binary in binaries:
+        if "/" in binary:
+            arm.fail("binaries", binary, "bare program names (put folders in 'path')")
+    folders = tuple(str((file.parent / folder).resolve()) for folder in arm.strings("path"))
+    for folder in folders:
+        if not Path(folder).is_dir():
+            arm.fail("path", folder, "existing folders (relative to bench.toml)")
+
+    skill_path = arm.table.get("skill")
+    skill_body = ""
+    if skill_path is not None:
+        if not isinstance(skill_path, str) or not skill_path:
+            arm.fail("skill", skill_path, "a path to a skill file, relative to bench.toml")
+        try:
+            skill_body = _strip_frontmatter((file.parent / skill_path).read_text(encoding="utf-8"))
+        except OSError:
+            arm.fail("skill", skill_path, "an existing, readable skill file (relative to bench.toml)")
+
+    servers_table = arm.sub("mcp_servers")
+    servers = []
+    for server_name in servers_table.table:
+        server = servers_table.sub(server_name)
+        _check_name(server, "MCP server", server_name)
+        server.only("command", "args", "env")
+        servers.append(
+            McpServer(
+                name=server_name,
+                command=server.string("command", required=True),
+                args=server.strings("args"),
+                env=server.string_table("env"),
+            )
+        )
+    if not tools and not servers:
+        arm.fail("tools", [], "at least one built-in tool or one MCP server (the arm would have no tools)")
+
+    deny_table = arm.sub("deny_subcommands")
+    deny = {}
+    for binary in deny_table.table:
+        if binary not in binaries:
+            deny_table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
+        deny[binary] = deny_table.strings(binary)
+    return Arm(
+        name=name,
+        tools=tools,
+        binaries=binaries,
+        path=folders,
+        bootstrap=arm.string("bootstrap", ""),
+        skill_path=skill_path,
+        skill_body=skill_body,
+        env=arm.string_table("env"),
+        mcp_servers=tuple(servers),
+        deny_subcommands=deny,
+    )
+
+
+def _strip_frontmatter(text: str) -> str:
+    # Claude Code loads a skill's frontmatter description ambiently; only the body is the arm's guide.
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            return text[end + 4 :].lstrip("\n")
+    return text
+
+
+def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...]) -> Task:
+    _check_name(task, "task", task_id)
+    task.only("tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state")
+    tier = task.string("tier", required=True)
+    if tier not in tiers:
+        task.fail("tier", tier, f"{', '.join(tiers)} (declare your own in [bench] tiers)")
+    intent = task.string("intent", required=True)
+    required = _facts(task, "required_facts")
+    forbidden = _facts(task, "forbidden_facts")
+    is_read = tier == "read"
+    check_state = task.boolean("check_state", not is_read)
+    if not required and not check_state:
+        task.fail("required_facts", [], "at least one fact, or check_state = true (the task could never fail)")
+    return Task(
+        id=task_id,
+        tier=tier,
+        intent=intent,
+        bonus=task.boolean("bonus", False),
+        required_facts=required,
+        forbidden_facts=forbidden,
+        check_state=check_state,
+    )
+
+
+def _facts(task: _Reader, key: str) -> tuple[Any, ...]:
+    value = task.table.get(key, [])
+    if not isinstance(value, list):
+        task.fail(key, value, "a list of facts (strings, or tables with any_of / pattern)")
+    for fact in value:
+        if isinstance(fact, str) and fact.strip():
+            continue
+        if isinstance(fact, dict) and (fact.get("any_of") or fact.get("pattern")):
+            continue
+        task.fail(key, fact, "a non-empty string or a table with any_of = [...] and/or pattern = '...'")
+    return tuple(value)
+
+
+def fill_placeholders(text: str, values: Mapping[str, str], *, where: str) -> str:
+    """Replace {name} with values[name]; other braces (JSON, shell) are left alone.
+
+    An unknown {identifier} is an error, so a typo in a prompt never reaches the agent.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in values:
+            raise BenchConfigError(
+                f"{where} uses the placeholder {{{key}}}, but the environment supplies only: "
+                f"{', '.join(sorted(values)) or 'no values'}"
+            )
+        return str(values[key])
+
+    return PLACEHOLDER.sub(replace, text)

@@ -1,0 +1,36 @@
+"""Values that pass between the harness and a bench's hooks (the public API for bench authors)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrialInfo:
+    """Which trial is being run, handed to every bench hook."""
+
+    arm: str
+    task: str
+    tier: str
+    trial: int
+    model_kind: str  # "real" or "scripted"
+    workdir: Path  # a fresh folder for this trial's environment; removed after teardown
+    agent_cwd: Path  # the agent's fresh, empty working directory
+
+
+@dataclass
+class Environment:
+    """What a bench's provision hook hands back.
+
+    values: the strings that fill {placeholders} in the base prompt, the task intent, the arm's env
+            and its MCP server definitions (for example the path of a seeded database).
+    data:   anything the bench wants back in its snapshot, check and teardown hooks.
+    secrets: values that must never reach the store (redacted from everything recorded).
+    """
+
+    values: Mapping[str, str] = field(default_factory=dict)
+    data: Any = None
+    secrets: tuple[str, ...] = ()

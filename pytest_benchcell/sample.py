@@ -1,0 +1,87 @@
+"""The sample record: the one JSON object the store keeps per trial.
+
+Pure values only. The shape is documented in README.md ("The sample format") and in
+docs/architecture.md; SCHEMA_VERSION changes whenever a field changes meaning.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# status: what kind of record this is.
+STATUS_SCORED = "scored"  # the agent ran and was scored: outcome says how it went
+STATUS_INVALID = "invalid"  # a tool outside the arm actually ran: kept, never scored
+STATUS_ERROR = "error"  # the harness failed (provisioning, API error, hook crash): not the agent's fault
+STATUSES = (STATUS_SCORED, STATUS_INVALID, STATUS_ERROR)
+
+# outcome of a scored trial.
+OUTCOME_PASS = "pass"
+OUTCOME_INCORRECT = "incorrect"  # finished, but the checker rejected the result
+OUTCOME_CONFUSED = "confused"  # turn cap reached
+OUTCOME_HUNG = "hung"  # wall-clock backstop fired
+OUTCOMES = (OUTCOME_PASS, OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
+FAILURE_TAGS = (OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
+
+MODEL_REAL = "real"
+MODEL_SCRIPTED = "scripted"
+MODEL_KINDS = (MODEL_REAL, MODEL_SCRIPTED)
+
+TOKEN_COMPONENTS = ("fresh_input", "cache_write", "cache_read", "output")
+
+# The SDK reports two usage shapes with different casing; reading one with the other's keys
+# silently yields zeros (the upstream harness lost every token that way), so both are pinned here.
+_SNAKE_USAGE_KEYS = {
+    "fresh_input": "input_tokens",
+    "cache_write": "cache_creation_input_tokens",
+    "cache_read": "cache_read_input_tokens",
+    "output": "output_tokens",
+}
+_CAMEL_USAGE_KEYS = {
+    "fresh_input": "inputTokens",
+    "cache_write": "cacheCreationInputTokens",
+    "cache_read": "cacheReadInputTokens",
+    "output": "outputTokens",
+}
+
+
+def zero_tokens() -> dict[str, int]:
+    return {name: 0 for name in TOKEN_COMPONENTS}
+
+
+def tokens_from_snake(usage: Mapping[str, Any] | None) -> dict[str, int]:
+    """Token components from an API-style usage block (input_tokens, ...)."""
+    usage = usage or {}
+    return {name: int(usage.get(key) or 0) for name, key in _SNAKE_USAGE_KEYS.items()}
+
+
+def tokens_from_camel(usage: Mapping[str, Any] | None) -> dict[str, int]:
+    """Token components from the SDK's per-model usage map entry (inputTokens, ...)."""
+    usage = usage or {}
+    return {name: int(usage.get(key) or 0) for name, key in _CAMEL_USAGE_KEYS.items()}
+
+
+def add_tokens(left: Mapping[str, int], right: Mapping[str, int]) -> dict[str, int]:
+    return {name: int(left.get(name, 0)) + int(right.get(name, 0)) for name in TOKEN_COMPONENTS}
+
+
+def raw_tokens(tokens: Mapping[str, int]) -> int:
+    return sum(int(tokens.get(name, 0)) for name in TOKEN_COMPONENTS)
+
+
+def cost_equivalent(tokens: Mapping[str, int], weights: Mapping[str, float]) -> float:
+    """Tokens weighted by price ratios relative to fresh input (see [pricing] in bench.toml)."""
+    return sum(float(weights[name]) * int(tokens.get(name, 0)) for name in TOKEN_COMPONENTS)
+
+
+def new_sample_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utc_now_iso() -> str:
+    now = _dt.datetime.now(_dt.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"

@@ -1,0 +1,128 @@
+"""A sitting: which trials of which cells run now, and the tally printed at its end. Pure values."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Bench, BenchConfigError
+from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
+from .store import Cell, Store
+
+SELECT_ALL = "all"
+
+
+def new_sitting_id() -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def resolve_selection(requested: Sequence[str], available: Iterable[str], *, kind: str, option: str) -> list[str]:
+    """Expand `all`, keep declaration order, reject unknown names with the list of valid ones."""
+    names = list(available)
+    chosen: list[str] = []
+    for entry in requested:
+        for name in (part.strip() for part in entry.split(",")):
+            if not name:
+                continue
+            if name == SELECT_ALL:
+                chosen.extend(n for n in names if n not in chosen)
+            elif name in names:
+                if name not in chosen:
+                    chosen.append(name)
+            else:
+                raise BenchConfigError(
+                    f"{option} {name!r}: no such {kind}; valid {kind}s: {', '.join(names)} (or {SELECT_ALL})"
+                )
+    return chosen
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    arm: str
+    task: str
+    trial: int
+
+    @property
+    def item_name(self) -> str:
+        # The trial number comes last so `-k` can pick arms, tasks or single trials.
+        return f"{self.arm}-{self.task}-t{self.trial}"
+
+
+def plan_trials(numbers: Mapping[tuple[str, str], Sequence[int]]) -> list[PlannedTrial]:
+    """Interleave the cells trial by trial, so a drift of the host or model over a sitting does not
+    land on one arm: (a1,t1) (a2,t1) (a1,t2) (a2,t2) ..."""
+    planned = []
+    depth = max((len(trials) for trials in numbers.values()), default=0)
+    for round_index in range(depth):
+        for (arm, task), trials in numbers.items():
+            if round_index < len(trials):
+                planned.append(PlannedTrial(arm, task, trials[round_index]))
+    return planned
+
+
+@dataclass
+class CellTally:
+    """What one cell got this sitting, plus its depth before and after."""
+
+    arm: str
+    task: str
+    scored_before: int
+    recorded: int = 0
+    passed: int = 0
+    failed: int = 0
+    invalid: int = 0
+    errors: int = 0
+    scored_after: int | None = None
+
+    def count(self, status: str, outcome: str | None) -> None:
+        self.recorded += 1
+        if status == STATUS_SCORED:
+            if outcome == "pass":
+                self.passed += 1
+            else:
+                self.failed += 1
+        elif status == STATUS_INVALID:
+            self.invalid += 1
+        elif status == STATUS_ERROR:
+            self.errors += 1
+
+
+def scored_count(store: Store, cell: Cell) -> int:
+    return sum(1 for sample in store.read_cell(cell).samples if sample.get("status") == STATUS_SCORED)
+
+
+def summary_lines(bench: Bench, tallies: Sequence[CellTally], store_path: str, floor: int) -> list[str]:
+    lines = []
+    for tally in tallies:
+        after = tally.scored_after if tally.scored_after is not None else tally.scored_before
+        lines.append(
+            f"{tally.arm} x {tally.task}: {tally.recorded} recorded this sitting "
+            f"({tally.passed} passed, {tally.failed} failed, {tally.invalid} invalid, {tally.errors} errors)"
+        )
+        if after >= floor:
+            status = f"meets the reporting floor of {floor}"
+        else:
+            status = f"below the reporting floor of {floor}: {floor - after} more to deepen this cell"
+        lines.append(f"    scored samples: {tally.scored_before} -> {after} ({status})")
+    lines.append(f"store: {store_path}")
+    return lines
+
+
+@dataclass
+class SittingState:
+    """Everything the plugin keeps for one sitting (held in config.stash)."""
+
+    bench: Bench
+    store: Store
+    model_kind: str
+    sitting_id: str
+    trials: list[PlannedTrial]
+    turn_cap: int
+    wall_clock_ms: int
+    reserved: bool  # False for --collect-only: numbers are a preview, nothing was written
+    tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

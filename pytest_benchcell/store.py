@@ -1,0 +1,301 @@
+"""The append-only sample store.
+
+Layout (see docs/architecture.md)::
+
+    <root>/<model_kind>/<arm>/<task>.jsonl   one complete sample per line, append-only
+    <root>/<model_kind>/<arm>/<task>.trials  one JSON line per trial-number reservation
+    <root>/definitions/<fingerprint>.toml    resolved arm + task definitions, once per fingerprint
+    <root>/.lock                             the store-wide filelock
+
+Guarantees:
+- Nothing is ever rewritten or deleted. The only write operations are appends and the creation of a
+  definitions file that does not exist yet.
+- Every append and every reservation happens under one cross-process filelock, is written with a
+  single O_APPEND write, flushed and fsynced before the lock is released.
+- Trial numbers are handed out under the same lock, from the highest number ever reserved or stored
+  for the cell, so two sittings of one cell never get the same number. Gaps are normal.
+- A torn last line (a crash mid-write) never breaks reading: it is reported as a problem with its line
+  number. The next append first terminates the torn fragment with a newline (appending, not
+  rewriting), so the new sample always starts on a line of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import filelock
+import tomli_w
+
+from .sample import MODEL_KINDS, STATUSES
+
+SAMPLES_SUFFIX = ".jsonl"
+RESERVATIONS_SUFFIX = ".trials"
+DEFINITIONS_DIR = "definitions"
+LOCK_NAME = ".lock"
+LOCK_TIMEOUT_S = 60.0
+
+REQUIRED_SAMPLE_KEYS = ("schema", "id", "arm", "task", "trial", "status", "model_kind")
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked (bad sample, lock timeout, unreadable folder)."""
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One (arm, task) cell of one model kind: a file of samples."""
+
+    model_kind: str
+    arm: str
+    task: str
+
+    def __str__(self) -> str:
+        return f"{self.arm} x {self.task}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line of the store that could not be read as a sample."""
+
+    path: Path
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class CellContents:
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield (line number, raw line, terminated) for every non-empty line of a file."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            terminated = raw.endswith(b"\n")
+            stripped = raw.strip()
+            if stripped:
+                yield number, stripped, terminated
+
+
+def _parse_jsonl(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
+    for number, raw, terminated in _read_lines(path):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
+            problems.append(Problem(path, number, f"{why}; {len(raw)} bytes kept as they are"))
+            continue
+        if not isinstance(value, dict):
+            problems.append(Problem(path, number, "line is JSON but not an object"))
+            continue
+        yield value
+
+
+def _append_bytes(path: Path, payload: bytes) -> None:
+    """Append payload with one O_APPEND write, terminating a torn fragment first, then fsync."""
+    created = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with path.open("rb") as reader:
+                reader.seek(size - 1)
+                if reader.read(1) != b"\n":
+                    payload = b"\n" + payload
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # A new file's directory entry is only durable once the directory itself is synced.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def validate_sample(sample: Mapping[str, Any]) -> None:
+    missing = [key for key in REQUIRED_SAMPLE_KEYS if key not in sample]
+    if missing:
+        raise StoreError(f"sample lacks required field(s): {', '.join(missing)}")
+    if sample["status"] not in STATUSES:
+        raise StoreError(f"sample status {sample['status']!r} is not one of {', '.join(STATUSES)}")
+    if sample["model_kind"] not in MODEL_KINDS:
+        raise StoreError(f"sample model_kind {sample['model_kind']!r} is not one of {', '.join(MODEL_KINDS)}")
+    trial = sample["trial"]
+    if not isinstance(trial, int) or isinstance(trial, bool) or trial < 1:
+        raise StoreError(f"sample trial must be a positive integer, got {trial!r}")
+
+
+class Store:
+    """The sample store rooted at one folder. Cheap to construct; touches disk only when used."""
+
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
+        self.root = Path(root)
+        self._lock_timeout = lock_timeout
+
+    # -- paths -------------------------------------------------------------------------------
+    def samples_path(self, cell: Cell) -> Path:
+        return self.root / cell.model_kind / cell.arm / f"{cell.task}{SAMPLES_SUFFIX}"
+
+    def reservations_path(self, cell: Cell) -> Path:
+        return self.root / cell.model_kind / cell.arm / f"{cell.task}{RESERVATIONS_SUFFIX}"
+
+    def definitions_path(self, fingerprint: str) -> Path:
+        return self.root / DEFINITIONS_DIR / f"{fingerprint}.toml"
+
+    def _lock(self) -> filelock.FileLock:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return filelock.FileLock(str(self.root / LOCK_NAME), timeout=self._lock_timeout)
+
+    # -- trial numbers -----------------------------------------------------------------------
+    def highest_trial(self, cell: Cell) -> int:
+        """The highest trial number ever reserved or stored for the cell (0 if none).
+
+        Reads the small reservations file; falls back to scanning the samples only when it is
+        missing (a store written by hand, or copied without it).
+        """
+        highest = 0
+        path = self.reservations_path(cell)
+        if path.exists():
+            for _, raw, _ in _read_lines(path):
+                try:
+                    reserved = json.loads(raw).get("trials", [])
+                    highest = max([highest, *(int(n) for n in reserved)])
+                except (ValueError, TypeError, AttributeError):
+                    continue  # a torn reservation line: the samples scan below still covers us
+            samples_highest = self._highest_in_samples(cell) if highest == 0 else 0
+        else:
+            samples_highest = self._highest_in_samples(cell)
+        return max(highest, samples_highest)
+
+    def _highest_in_samples(self, cell: Cell) -> int:
+        highest = 0
+        for sample in _parse_jsonl(self.samples_path(cell), []):
+            trial = sample.get("trial")
+            if isinstance(trial, int):
+                highest = max(highest, trial)
+        return highest
+
+    def preview_trials(self, cell: Cell, count: int) -> list[int]:
+        """The numbers a reservation would get now, without writing anything (--collect-only)."""
+        start = self.highest_trial(cell) + 1
+        return list(range(start, start + count))
+
+    def reserve_trials(self, cell: Cell, count: int, *, sitting: str) -> list[int]:
+        """Hand out `count` fresh trial numbers for the cell, under the store lock."""
+        if count < 0:
+            raise StoreError(f"cannot reserve {count} trials")
+        if count == 0:
+            return []
+        with self._locked():
+            numbers = self.preview_trials(cell, count)
+            line = {"trials": numbers, "sitting": sitting}
+            _append_bytes(self.reservations_path(cell), _json_line(line))
+        return numbers
+
+    # -- samples -----------------------------------------------------------------------------
+    def append(self, sample: Mapping[str, Any]) -> Path:
+        """Append one complete sample to its cell file, under the lock, flushed and fsynced."""
+        validate_sample(sample)
+        cell = Cell(sample["model_kind"], sample["arm"], sample["task"])
+        path = self.samples_path(cell)
+        with self._locked():
+            _append_bytes(path, _json_line(sample))
+        return path
+
+    def read_cell(self, cell: Cell) -> CellContents:
+        contents = CellContents()
+        contents.samples.extend(_parse_jsonl(self.samples_path(cell), contents.problems))
+        return contents
+
+    def cells(self, model_kinds: Iterable[str] = MODEL_KINDS) -> list[Cell]:
+        """Every cell that has a samples file, sorted."""
+        found: list[Cell] = []
+        for kind in model_kinds:
+            kind_dir = self.root / kind
+            if not kind_dir.is_dir():
+                continue
+            for arm_dir in kind_dir.iterdir():
+                if not arm_dir.is_dir():
+                    continue
+                for path in arm_dir.glob(f"*{SAMPLES_SUFFIX}"):
+                    found.append(Cell(kind, arm_dir.name, path.name[: -len(SAMPLES_SUFFIX)]))
+        return sorted(found)
+
+    def iter_samples(
+        self, problems: list[Problem], *, cells: Sequence[Cell] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Stream every sample of the given cells (default: all), one line at a time.
+
+        Unreadable lines are appended to `problems` rather than raised, so a torn write never
+        hides the rest of the store.
+        """
+        for cell in self.cells() if cells is None else cells:
+            yield from _parse_jsonl(self.samples_path(cell), problems)
+
+    # -- definitions -------------------------------------------------------------------------
+    def write_definitions(self, fingerprint: str, definitions: Mapping[str, Any]) -> Path:
+        """Write the resolved definitions for a fingerprint once; an existing file is kept as is."""
+        path = self.definitions_path(fingerprint)
+        if path.exists():
+            return path
+        with self._locked():
+            if path.exists():
+                return path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".tmp-{os.getpid()}")
+            with temporary.open("wb") as handle:
+                tomli_w.dump(dict(definitions), handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+            _fsync_directory(path.parent)
+        return path
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        lock = self._lock()
+        try:
+            lock.acquire()
+        except filelock.Timeout as exc:
+            raise StoreError(
+                f"could not lock the store {self.root} within {self._lock_timeout:.0f} s "
+                f"(another sitting holds {self.root / LOCK_NAME})"
+            ) from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+def _json_line(value: Mapping[str, Any]) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False) + "\n").encode()

@@ -1,0 +1,91 @@
+"""Small benches written into pytester folders by the plugin tests."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+BENCH_TOML = """
+[bench]
+name = "mini"
+model = "claude-sonnet-4-5"
+store = "results"
+trials = 2
+turn_cap = 4
+wall_clock_ms = 30000
+base_prompt = "You work on a tiny folder. Answer plainly."
+
+[arms.shell]
+tools = ["Bash"]
+binaries = ["touch"]
+bootstrap = "The shell is available."
+
+[arms.bare]
+tools = ["Bash"]
+bootstrap = "Only common text utilities are available."
+
+[tasks.say-hello]
+tier = "read"
+intent = "Say hello."
+required_facts = ["hello"]
+
+[tasks.make-file]
+tier = "single-mutation"
+intent = "Create the file made.txt in the working directory."
+
+[tasks.loop-forever]
+tier = "multi-step"
+intent = "Keep listing files."
+required_facts = ["never"]
+
+[tasks.stall]
+tier = "read"
+intent = "Think for a long time."
+required_facts = ["never"]
+
+[tasks.try-foreign]
+tier = "single-mutation"
+intent = "Fetch a page."
+"""
+
+CONFTEST = '''
+from pytest_benchcell import Environment
+from pytest_benchcell.scripted import Answer, Delay, Repeat, ToolUse
+
+SCRIPTS = {
+    "say-hello": [Answer("hello from the agent")],
+    "make-file": [ToolUse("Bash", {"command": "touch made.txt"}), Answer("made it")],
+    "loop-forever": [Repeat(ToolUse("Bash", {"command": "ls"}))],
+    "stall": [Delay(60, Answer("too late"))],
+    "try-foreign": [
+        ToolUse("Bash", {"command": "wget -O leaked.txt http://127.0.0.1:9/"}),
+        ToolUse("Bash", {"command": "ls leaked.txt"}),
+        Answer("could not fetch"),
+    ],
+}
+
+def benchcell_provision(trial):
+    (trial.workdir / "provisioned").write_text(trial.arm)
+    return Environment(values={"marker": "m1"}, data=trial.agent_cwd)
+
+def benchcell_teardown(trial, environment):
+    with open(TEARDOWN_LOG, "a") as log:
+        log.write(f"{trial.arm}-{trial.task}-t{trial.trial}\\n")
+
+def benchcell_snapshot(trial, environment):
+    return sorted(p.name for p in environment.data.iterdir())
+
+def benchcell_check_state(trial, environment, snapshot):
+    expected = ["made.txt"] if trial.task == "make-file" else []
+    return [] if snapshot == expected else [f"files: expected {expected}, got {snapshot}"]
+
+def benchcell_script(trial, environment):
+    return SCRIPTS[trial.task]
+'''
+
+
+def write_bench(pytester: pytest.Pytester, bench_toml: str = BENCH_TOML, conftest: str = CONFTEST) -> None:
+    pytester.makefile(".toml", bench=textwrap.dedent(bench_toml))
+    log = pytester.path / "teardown.log"
+    pytester.makeconftest(f"TEARDOWN_LOG = {str(log)!r}\n" + conftest)

@@ -1,0 +1,139 @@
+"""The plugin seen from outside (pytester): options, items, numbering, errors. No trial runs here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from benches import write_bench
+
+
+def test_without_bench_options_ordinary_runs_are_untouched(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "benchcell:" not in result.stdout.str()
+
+
+def test_help_lists_one_option_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "benchcell: benchmark coding-agent tools one cell at a time:",
+            "*--bench-arm=ARM*",
+            "*--bench-task=TASK*",
+            "*--bench-trials=N*",
+            "*--bench-turn-cap=N*",
+            "*--bench-wall-clock-ms=MS*",
+            "*--bench-store=DIR*",
+            "*--bench-config=PATH*",
+            "*--bench-scripted*",
+        ]
+    )
+
+
+def test_collect_only_shows_ids_ending_in_trial_numbers_and_spends_nothing(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "say-hello,make-file", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "bench.toml::shell-say-hello-t1",
+            "bench.toml::shell-make-file-t1",
+            "bench.toml::shell-say-hello-t2",
+            "bench.toml::shell-make-file-t2",
+            "*collect-only: nothing ran or was reserved*",
+        ]
+    )
+    assert "test_plain" not in result.stdout.str()  # a sitting collects trials only
+    assert not (pytester.path / "results").exists()
+
+
+def test_all_selects_every_arm_and_task(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "all", "--collect-only", "-q", "--bench-trials", "1")
+    result.stdout.fnmatch_lines(["*10 tests collected*"])
+
+
+def test_keyword_selects_among_trials(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    result = pytester.runpytest(
+        "--bench-arm", "all", "--bench-task", "say-hello", "--bench-trials", "3", "--collect-only", "-q", "-k", "bare and t2"
+    )
+    result.stdout.fnmatch_lines(["bench.toml::bare-say-hello-t2", "*1/6 tests collected (5 deselected)*"])
+
+
+def test_numbering_continues_past_the_highest_stored_trial(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    cell = pytester.path / "results" / "scripted" / "shell"
+    cell.mkdir(parents=True)
+    sample = {"schema": 1, "id": "x", "arm": "shell", "task": "say-hello", "trial": 7, "status": "invalid",
+              "outcome": None, "model_kind": "scripted"}
+    (cell / "say-hello.jsonl").write_text(json.dumps(sample) + "\n")
+    result = pytester.runpytest(
+        "--bench-arm", "shell", "--bench-task", "say-hello", "--bench-scripted", "--collect-only", "-q"
+    )
+    result.stdout.fnmatch_lines(["bench.toml::shell-say-hello-t8", "bench.toml::shell-say-hello-t9"])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--bench-arm", "nope", "--bench-task", "all"], "*--bench-arm 'nope': no such arm; valid arms: shell, bare (or all)*"),
+        (["--bench-arm", "all", "--bench-task", "nope"], "*--bench-task 'nope': no such task; valid tasks: say-hello, make-file*"),
+        (["--bench-arm", "all"], "*--bench-task is missing*"),
+        (["--bench-arm", "all", "--bench-task", "all", "--bench-trials", "0"], "*--bench-trials: 0 is too small; allowed: a whole number >= 1*"),
+        (["--bench-arm", "all", "--bench-task", "all", "--bench-turn-cap", "x"], "*--bench-turn-cap: 'x' is not a whole number*"),
+        (["--bench-arm", "all", "--bench-task", "all", "--bench-config", "missing.toml"], "*missing.toml: no such bench file*"),
+    ],
+)
+def test_usage_errors_are_one_clear_message(pytester: pytest.Pytester, args: list[str], expected: str) -> None:
+    write_bench(pytester)
+    result = pytester.runpytest(*args, "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "expected"),
+    [
+        ("turn_cap = 4", "turn_cap = 0", "*bench.toml: [[]bench[]] turn_cap has value 0; allowed: a whole number >= 1*"),
+        ("turn_cap = 4", "turncap = 4", "*[[]bench[]] has unknown key 'turncap'; allowed keys: name, model*"),
+        ('tier = "read"', 'tier = "reading"', "*[[]tasks.say-hello[]] tier has value 'reading'; allowed: read, single-mutation*"),
+        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tools = ["Bsh"]', "*[[]arms.shell[]] tools has value 'Bsh'; allowed: built-in tools Bash*"),
+        ('model = "claude-sonnet-4-5"', "model = [", "*bench.toml: is not valid TOML*"),
+    ],
+)
+def test_broken_bench_toml_is_rejected_with_file_key_value_and_allowed(
+    pytester: pytest.Pytester, replace: str, by: str, expected: str
+) -> None:
+    from benches import BENCH_TOML
+
+    assert replace in BENCH_TOML
+    write_bench(pytester, BENCH_TOML.replace(replace, by, 1))
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "all", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_real_model_without_credentials_is_refused_before_spending(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    write_bench(pytester)
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "say-hello")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*needs credentials*claude setup-token*--bench-scripted*"])
+    assert not (pytester.path / "results").exists()
+
+
+def test_header_names_bench_model_and_store(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "say-hello", "--bench-scripted", "--collect-only")
+    result.stdout.fnmatch_lines(
+        ["benchcell: bench mini (*bench.toml), claude-sonnet-4-5 (scripted model)", "benchcell: store *results*scripted, sitting *"]
+    )

@@ -1,0 +1,150 @@
+"""The append-only store: locking, numbering, torn lines, definitions."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pytest_benchcell.store import Cell, Store, StoreError
+
+CELL = Cell("scripted", "cli", "count-open")
+
+
+def make_sample(trial: int, *, arm: str = "cli", task: str = "count-open", status: str = "scored") -> dict:
+    return {
+        "schema": 1,
+        "id": f"id-{arm}-{task}-{trial}",
+        "arm": arm,
+        "task": task,
+        "trial": trial,
+        "status": status,
+        "outcome": "pass" if status == "scored" else None,
+        "model_kind": "scripted",
+    }
+
+
+def test_append_then_read_round_trips(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append(make_sample(1))
+    store.append(make_sample(2))
+    contents = store.read_cell(CELL)
+    assert [s["trial"] for s in contents.samples] == [1, 2]
+    assert contents.problems == []
+    assert store.samples_path(CELL) == tmp_path / "scripted" / "cli" / "count-open.jsonl"
+
+
+def test_append_never_rewrites_earlier_bytes(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append(make_sample(1))
+    before = store.samples_path(CELL).read_bytes()
+    store.append(make_sample(2))
+    assert store.samples_path(CELL).read_bytes().startswith(before)
+
+
+def test_rejects_incomplete_sample(tmp_path: Path) -> None:
+    sample = make_sample(1)
+    del sample["trial"]
+    with pytest.raises(StoreError, match="trial"):
+        Store(tmp_path).append(sample)
+    with pytest.raises(StoreError, match="status"):
+        Store(tmp_path).append({**make_sample(1), "status": "done"})
+
+
+def test_reservations_continue_past_highest_and_keep_gaps(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    assert store.reserve_trials(CELL, 3, sitting="s1") == [1, 2, 3]
+    store.append(make_sample(1))
+    store.append(make_sample(3))  # trial 2 was deselected: a gap
+    assert store.reserve_trials(CELL, 2, sitting="s2") == [4, 5]
+    assert store.highest_trial(CELL) == 5
+
+
+def test_preview_writes_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    assert store.preview_trials(CELL, 2) == [1, 2]
+    assert not (tmp_path / "store").exists()
+
+
+def test_numbering_falls_back_to_samples_when_reservations_are_missing(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append(make_sample(7))
+    assert store.reserve_trials(CELL, 1, sitting="s") == [8]
+
+
+def test_torn_last_line_is_reported_and_the_next_append_starts_a_new_line(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append(make_sample(1))
+    path = store.samples_path(CELL)
+    with path.open("ab") as handle:
+        handle.write(b'{"schema": 1, "id": "torn", "tri')  # a crash mid-write
+    contents = store.read_cell(CELL)
+    assert [s["trial"] for s in contents.samples] == [1]
+    assert len(contents.problems) == 1
+    assert "torn last line" in str(contents.problems[0])
+    assert ":2:" in str(contents.problems[0])
+
+    store.append(make_sample(2))
+    contents = store.read_cell(CELL)
+    assert [s["trial"] for s in contents.samples] == [1, 2]
+    assert len(contents.problems) == 1  # the fragment is kept and still reported, never hidden
+    assert b'"tri\n' in path.read_bytes()
+
+
+def test_iter_samples_streams_every_cell_and_collects_problems(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append(make_sample(1))
+    store.append(make_sample(1, arm="mcp"))
+    store.samples_path(Cell("scripted", "mcp", "count-open")).open("ab").write(b"not json\n")
+    problems: list = []
+    samples = list(store.iter_samples(problems))
+    assert sorted(s["arm"] for s in samples) == ["cli", "mcp"]
+    assert len(problems) == 1 and "unreadable line" in problems[0].message
+    assert store.cells() == [Cell("scripted", "cli", "count-open"), Cell("scripted", "mcp", "count-open")]
+
+
+def test_definitions_are_written_once(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    first = store.write_definitions("abc", {"arm": {"name": "cli", "tools": ["Bash"]}})
+    store.write_definitions("abc", {"arm": {"name": "changed"}})
+    assert tomllib.loads(first.read_text())["arm"]["name"] == "cli"
+
+
+def test_lock_timeout_is_a_clear_error(tmp_path: Path) -> None:
+    import filelock
+
+    holder = filelock.FileLock(str(tmp_path / ".lock"))
+    with holder:
+        with pytest.raises(StoreError, match="could not lock the store"):
+            Store(tmp_path, lock_timeout=0.1).append(make_sample(1))
+
+
+def _sitting_worker(root: str, rounds: int, worker: int) -> None:
+    store = Store(root)
+    for _ in range(rounds):
+        (trial,) = store.reserve_trials(CELL, 1, sitting=f"w{worker}")
+        sample = make_sample(trial)
+        sample["id"] = f"w{worker}-{trial}"
+        sample["padding"] = "x" * 3000  # long lines make torn or interleaved writes visible
+        store.append(sample)
+
+
+def test_concurrent_processes_never_share_a_trial_number_or_lose_a_line(tmp_path: Path) -> None:
+    workers, rounds = 6, 40
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_sitting_worker, args=(str(tmp_path), rounds, w)) for w in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    contents = Store(tmp_path).read_cell(CELL)
+    assert contents.problems == []
+    trials = [s["trial"] for s in contents.samples]
+    assert len(trials) == workers * rounds
+    assert sorted(trials) == list(range(1, workers * rounds + 1))
+    lines = Store(tmp_path).samples_path(CELL).read_bytes().split(b"\n")
+    assert all(json.loads(line)["padding"] == "x" * 3000 for line in lines if line)
