@@ -175,8 +175,14 @@ class BenchFile(pytest.File):
         return [TrialItem.from_parent(self, name=planned.item_name, planned=planned) for planned in state.trials]
 
 
-class TrialFailed(pytest.fail.Exception):  # type: ignore[name-defined,misc]
-    """A trial that did not end in a pass (its status decides how it is reported)."""
+def _outcome_exception(tag: str) -> type[BaseException]:
+    # pytest prints an exception as "<name>: <message>" in the short summary and omits the module
+    # of classes that claim to be builtins (as pytest's own Failed does). Naming the class after
+    # the outcome makes the line read "FAILED ...-t3 - confused: turn cap of 40 reached".
+    return type(tag, (pytest.fail.Exception,), {"__module__": "builtins", "__doc__": f"A trial that ended {tag}."})
+
+
+TRIAL_EXCEPTIONS = {tag: _outcome_exception(tag) for tag in ("incorrect", "confused", "hung", "invalid", "error")}
 
 
 class TrialItem(pytest.Item):
@@ -209,11 +215,8 @@ class TrialItem(pytest.Item):
         self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
         if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
             return
-        if sample["status"] == STATUS_SCORED:
-            message = f"{sample['outcome']}: {sample['reason']}"
-        else:
-            message = f"{sample['status']}: {sample['reason']}"
-        raise TrialFailed(message, pytrace=False)
+        tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
+        raise TRIAL_EXCEPTIONS[tag](sample["reason"], pytrace=False)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task}"

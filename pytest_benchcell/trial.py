@@ -109,7 +109,7 @@ def run_trial(spec: TrialSpec, hooks: Any, *, agent_runner: AgentRunner = run_ag
     environment: Environment | None = None
     interrupted: BaseException | None = None
     try:
-        environment = _call_hook(hooks.benchcell_provision, trial=info) or Environment()
+        environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
         _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner)
     except HarnessError as exc:
         _mark(sample, STATUS_ERROR, None, str(exc))
@@ -120,12 +120,12 @@ def run_trial(spec: TrialSpec, hooks: Any, *, agent_runner: AgentRunner = run_ag
         _mark(sample, STATUS_ERROR, None, "interrupted (Ctrl-C) during the trial")
     finally:
         try:
-            _call_hook(hooks.benchcell_teardown, trial=info, environment=environment)
+            _call_hook(hooks.pytest_benchcell_teardown, trial=info, environment=environment)
         except HarnessError as exc:
             sample["reason"] = "; ".join(part for part in (sample["reason"], f"teardown: {exc}") if part)
         shutil.rmtree(workdir, ignore_errors=True)
     sample["ended_at"] = utc_now_iso()
-    _call_hook(hooks.benchcell_update_sample, trial=info, sample=sample)
+    _call_hook(hooks.pytest_benchcell_update_sample, trial=info, sample=sample)
     secrets = _secrets(bench, environment)
     recorded = redact(sample, secrets)
     spec.store.write_definitions(recorded["provenance"]["fingerprint"], bench.definitions(spec.arm, spec.task))
@@ -226,7 +226,7 @@ def _run_and_score(
     if spec.model_kind == MODEL_SCRIPTED:
         from .scripted import ScriptedModel
 
-        steps = _call_hook(hooks.benchcell_script, trial=info, environment=environment) or []
+        steps = _call_hook(hooks.pytest_benchcell_script, trial=info, environment=environment) or []
         scripted_model = ScriptedModel(list(steps), model_name=bench.model).start()
         env.update(
             ANTHROPIC_BASE_URL=scripted_model.base_url,
@@ -369,15 +369,15 @@ def _score(
 
 
 def _state_differences(hooks: Any, info: TrialInfo, environment: Environment) -> list[str]:
-    snapshot = _call_hook(hooks.benchcell_snapshot, trial=info, environment=environment)
+    snapshot = _call_hook(hooks.pytest_benchcell_snapshot, trial=info, environment=environment)
     if snapshot is None:
         raise HarnessError(
-            f"task {info.task!r} has check_state = true but no benchcell_snapshot hook returned a state"
+            f"task {info.task!r} has check_state = true but no pytest_benchcell_snapshot hook returned a state"
         )
-    differences = _call_hook(hooks.benchcell_check_state, trial=info, environment=environment, snapshot=snapshot)
+    differences = _call_hook(hooks.pytest_benchcell_check_state, trial=info, environment=environment, snapshot=snapshot)
     if differences is None:
         raise HarnessError(
-            f"task {info.task!r} has check_state = true but no benchcell_check_state hook answered"
+            f"task {info.task!r} has check_state = true but no pytest_benchcell_check_state hook answered"
         )
     return [str(line) for line in differences]
 

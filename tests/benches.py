@@ -65,22 +65,22 @@ SCRIPTS = {
     ],
 }
 
-def benchcell_provision(trial):
+def pytest_benchcell_provision(trial):
     (trial.workdir / "provisioned").write_text(trial.arm)
     return Environment(values={"marker": "m1"}, data=trial.agent_cwd)
 
-def benchcell_teardown(trial, environment):
+def pytest_benchcell_teardown(trial, environment):
     with open(TEARDOWN_LOG, "a") as log:
         log.write(f"{trial.arm}-{trial.task}-t{trial.trial}\\n")
 
-def benchcell_snapshot(trial, environment):
+def pytest_benchcell_snapshot(trial, environment):
     return sorted(p.name for p in environment.data.iterdir())
 
-def benchcell_check_state(trial, environment, snapshot):
+def pytest_benchcell_check_state(trial, environment, snapshot):
     expected = ["made.txt"] if trial.task == "make-file" else []
     return [] if snapshot == expected else [f"files: expected {expected}, got {snapshot}"]
 
-def benchcell_script(trial, environment):
+def pytest_benchcell_script(trial, environment):
     return SCRIPTS[trial.task]
 '''
 
