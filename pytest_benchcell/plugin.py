@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 
 from . import hookspecs
 from .config import Bench, BenchConfigError, load_bench
-from .sample import MODEL_REAL, MODEL_SCRIPTED, STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
+from .sample import cost_equivalent, MODEL_REAL, MODEL_SCRIPTED, STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
 from .sitting import (
     CellTally,
     PlannedTrial,
@@ -26,13 +28,15 @@ from .sitting import (
     new_sitting_id,
     plan_trials,
     resolve_selection,
-    scored_count,
+    fill_counts,
+    sitting_spend,
     summary_lines,
 )
 from .store import Cell, Store, StoreError
 
 SITTING_KEY = pytest.StashKey[SittingState]()
 STATUS_PROPERTY = "benchcell_status"
+PROGRESS_PROPERTY = "benchcell_progress"
 WORKER_PLAN_KEY = "benchcell_plan"
 CREDENTIAL_HINT = (
     "a real-model sitting needs credentials for the Claude Code CLI: set ANTHROPIC_API_KEY (API "
@@ -68,6 +72,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="sample store folder (default: [bench] store, bench/results)")
     group.addoption("--bench-config", default=None, dest="bench_config", metavar="PATH",
                     help="the bench definition (default: bench.toml in the rootdir)")
+    group.addoption("--bench-fill", type=_positive_int, nargs="?", const=0, default=None, dest="bench_fill",
+                    metavar="N", help="run only the trials each cell needs to reach N scored samples (default N: the floor)")
+    group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
+                    help="stop starting trials once this sitting spent this many cost-equivalent tokens")
     group.addoption("--bench-scripted", action="store_true", default=False, dest="bench_scripted",
                     help="play the bench's scripted model on 127.0.0.1 instead of a real model (no tokens spent)")  # fmt: skip
 
@@ -93,6 +101,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchcell: one trial of a benchmark cell (added by pytest-benchcell)")
     if not _bench_requested(config) or config.option.help:
         return
+    state = _plan_sitting(config)
+    config.stash[SITTING_KEY] = state
+    # A sitting runs trials only: the bench file is what gets collected, not the project's tests
+    # (which would otherwise be imported and run beside trials that spend tokens).
+    config.args[:] = [str(state.bench.path)]
+    config.pluginmanager.register(SittingPlugin(state, config), "benchcell-sitting")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistBridge(state), "benchcell-xdist")
+
+
+def _plan_sitting(config: pytest.Config) -> SittingState:
     option = config.option
     if not option.bench_arm or not option.bench_task:
         missing = "--bench-task" if option.bench_arm else "--bench-arm"
@@ -103,28 +122,33 @@ def pytest_configure(config: pytest.Config) -> None:
         tasks = resolve_selection(option.bench_task, bench.tasks, kind="task", option="--bench-task")
     except BenchConfigError as exc:
         raise pytest.UsageError(f"{bench.path}: {exc}") from None
+    if option.bench_fill is not None and option.bench_trials is not None:
+        raise pytest.UsageError("--bench-fill and --bench-trials exclude each other: fill decides the trials per cell")
     model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
-    collect_only = bool(config.option.collectonly)
+    collect_only = bool(option.collectonly)
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
         raise pytest.UsageError(CREDENTIAL_HINT)
     store_root = Path(option.bench_store).resolve() if option.bench_store else bench.store
     store = Store(store_root)
-    trials_per_cell = option.bench_trials or bench.trials
     cells = [(arm, task) for arm in arms for task in tasks]
     worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
-    sitting_id = new_sitting_id()
+    sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     try:
         if worker_plan is not None:
-            # xdist worker: the controller decided the numbers once for every worker.
+            # xdist worker: the controller decided the numbers once for every worker, because the
+            # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
-            sitting_id = worker_plan["sitting"]
-        elif collect_only:
-            numbers = {cell: store.preview_trials(Cell(model_kind, *cell), trials_per_cell) for cell in cells}
+            scored = {cell: 0 for cell in cells}  # the tally lives on the controller
         else:
-            numbers = {
-                cell: store.reserve_trials(Cell(model_kind, *cell), trials_per_cell, sitting=sitting_id)
-                for cell in cells
-            }
+            scored = {cell: store.count_scored(Cell(model_kind, *cell)) for cell in cells}
+            wanted = _trials_wanted(option, bench, scored)
+            if collect_only:
+                numbers = {cell: store.preview_trials(Cell(model_kind, *cell), wanted[cell]) for cell in cells}
+            else:
+                numbers = {
+                    cell: store.reserve_trials(Cell(model_kind, *cell), wanted[cell], sitting=sitting_id)
+                    for cell in cells
+                }
     except (StoreError, OSError) as exc:
         raise pytest.UsageError(f"bench store {store_root}: {exc}") from None
     state = SittingState(
@@ -136,18 +160,21 @@ def pytest_configure(config: pytest.Config) -> None:
         turn_cap=option.bench_turn_cap or bench.turn_cap,
         wall_clock_ms=option.bench_wall_clock_ms or bench.wall_clock_ms,
         reserved=not collect_only,
+        budget=option.bench_budget,
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
+    if option.bench_fill is not None:
+        state.extra["fill_target"] = option.bench_fill or bench.floor
     for arm, task in cells:
-        before = scored_count(store, Cell(model_kind, arm, task))
-        state.tallies[(arm, task)] = CellTally(arm=arm, task=task, scored_before=before)
-    config.stash[SITTING_KEY] = state
-    # A sitting runs trials only: the bench file is what gets collected, not the project's tests
-    # (which would otherwise be imported and run beside trials that spend tokens).
-    config.args[:] = [str(bench.path)]
-    config.pluginmanager.register(SittingPlugin(state), "benchcell-sitting")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistBridge(state), "benchcell-xdist")
+        state.tallies[(arm, task)] = CellTally(arm=arm, task=task, scored_before=scored[(arm, task)])
+    return state
+
+
+def _trials_wanted(option: Any, bench: Bench, scored: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    if option.bench_fill is None:
+        return {cell: option.bench_trials or bench.trials for cell in scored}
+    target = option.bench_fill or bench.floor  # a bare --bench-fill fills to the reporting floor
+    return fill_counts(scored, target)
 
 
 def _has_credentials() -> bool:
@@ -197,6 +224,11 @@ class TrialItem(pytest.Item):
         from .trial import TrialSpec, run_trial  # the SDK is imported only when a trial runs
 
         state = self.config.stash[SITTING_KEY]
+        if state.budget is not None:
+            cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
+            spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights)
+            if spent >= state.budget:
+                pytest.skip(f"budget of {state.budget:,} cost-equivalent tokens reached ({spent:,.0f} spent this sitting)")
         spec = TrialSpec(
             bench=state.bench,
             arm=self.planned.arm,
@@ -209,10 +241,14 @@ class TrialItem(pytest.Item):
             store=state.store,
         )
         sample = run_trial(spec, self.ihook)
+        # user_properties travel with the report, also from xdist workers to the controller.
         self.user_properties.append((STATUS_PROPERTY, sample["status"]))
         self.user_properties.append(("benchcell_outcome", sample["outcome"]))
         self.user_properties.append(("benchcell_sample", sample["id"]))
         self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
+        cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
+        progress = f"{sample['turns']} turns, {cost:,.0f} cost-eq tokens, {sample['duration_ms'] / 1000:.1f} s"
+        self.user_properties.append((PROGRESS_PROPERTY, progress))
         if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
             return
         tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
@@ -233,13 +269,12 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
-
-
 class SittingPlugin:
     """The hooks that only matter during a sitting, registered only then (off, they cost nothing)."""
 
-    def __init__(self, state: SittingState) -> None:
+    def __init__(self, state: SittingState, config: pytest.Config) -> None:
         self.state = state
+        self.config = config
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         state = self.state
@@ -253,6 +288,7 @@ class SittingPlugin:
             return BenchFile.from_parent(parent, path=file_path)
         return None
 
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs on the controller for xdist workers' reports too, so the tally is complete there.
         if report.when != "call":
@@ -262,18 +298,56 @@ class SittingPlugin:
         cell = properties.get("benchcell_cell")
         if status is None or cell is None:
             return
+        outcome = properties.get("benchcell_outcome")
         tally = self.state.tallies.get(tuple(cell))
         if tally is not None:
-            tally.count(status, properties.get("benchcell_outcome"))
+            tally.count(status, outcome)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
+            name = report.nodeid.rsplit("::", 1)[-1]
+            result = outcome if status == STATUS_SCORED else status
+            reporter.write_line(f"    {name}: {result}, {properties.get(PROGRESS_PROPERTY, '')}")
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         if hasattr(config, "workerinput"):
             return
         state = self.state
-        for (arm, task), tally in state.tallies.items():
-            tally.scored_after = scored_count(state.store, Cell(state.model_kind, arm, task))
+        cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
+        for cell in cells:
+            state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell)
+        spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights) if state.reserved else None
         title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"
         terminalreporter.write_sep("=", title)
-        lines = summary_lines(state.bench, list(state.tallies.values()), str(state.store.root / state.model_kind), state.bench.floor)
+        lines = summary_lines(
+            list(state.tallies.values()),
+            str(state.store.root / state.model_kind),
+            state.bench.floor,
+            spent=spent,
+            budget=state.budget,
+        )
+        if state.reserved and not state.trials and "fill_target" in state.extra:
+            lines.insert(0, f"nothing to do: every selected cell already has {state.extra['fill_target']} scored samples")
         for line in lines:
             terminalreporter.write_line(line)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # A fill with nothing left to fill is success, not pytest's "no tests collected".
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not self.state.trials and "fill_target" in self.state.extra:
+            session.exitstatus = pytest.ExitCode.OK
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # SIGTERM (a CI cancel, `kill`) ends a trial like Ctrl-C does: the CLI is stopped, teardown
+        # runs and the trial is recorded as `error: interrupted`, instead of dying mid-append.
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        previous = getattr(self, "_previous_sigterm", None)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Bench, BenchConfigError
-from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
+from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
 from .store import Cell, Store
 
 SELECT_ALL = "all"
@@ -91,11 +91,24 @@ class CellTally:
             self.errors += 1
 
 
-def scored_count(store: Store, cell: Cell) -> int:
-    return sum(1 for sample in store.read_cell(cell).samples if sample.get("status") == STATUS_SCORED)
+def sitting_spend(store: Store, cells: Sequence[Cell], sitting_id: str, weights: Mapping[str, float]) -> float:
+    """Cost-equivalent tokens the sitting's samples used so far (read back from the shared store,
+    so every xdist worker and the controller see the same figure)."""
+    spent = 0.0
+    for sample in store.iter_samples([], cells=cells):
+        if sample.get("sitting") == sitting_id:
+            spent += cost_equivalent(sample.get("usage", {}).get("total", {}), weights)
+    return spent
 
 
-def summary_lines(bench: Bench, tallies: Sequence[CellTally], store_path: str, floor: int) -> list[str]:
+def fill_counts(scored: Mapping[tuple[str, str], int], target: int) -> dict[tuple[str, str], int]:
+    """New trials each cell needs to reach `target` scored samples (0 for cells already there)."""
+    return {cell: max(0, target - count) for cell, count in scored.items()}
+
+
+def summary_lines(
+    tallies: Sequence[CellTally], store_path: str, floor: int, *, spent: float | None = None, budget: int | None = None
+) -> list[str]:
     lines = []
     for tally in tallies:
         after = tally.scored_after if tally.scored_after is not None else tally.scored_before
@@ -108,6 +121,9 @@ def summary_lines(bench: Bench, tallies: Sequence[CellTally], store_path: str, f
         else:
             status = f"below the reporting floor of {floor}: {floor - after} more to deepen this cell"
         lines.append(f"    scored samples: {tally.scored_before} -> {after} ({status})")
+    if spent is not None:
+        limit = f" of a budget of {budget:,}" if budget else ""
+        lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}")
     lines.append(f"store: {store_path}")
     return lines
 
@@ -124,5 +140,6 @@ class SittingState:
     turn_cap: int
     wall_clock_ms: int
     reserved: bool  # False for --collect-only: numbers are a preview, nothing was written
+    budget: int | None = None  # cost-equivalent tokens; no new trial starts once spent
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -32,7 +32,7 @@ from typing import Any
 import filelock
 import tomli_w
 
-from .sample import MODEL_KINDS, STATUSES
+from .sample import MODEL_KINDS, STATUS_SCORED, STATUSES
 
 SAMPLES_SUFFIX = ".jsonl"
 RESERVATIONS_SUFFIX = ".trials"
@@ -40,6 +40,8 @@ DEFINITIONS_DIR = "definitions"
 LOCK_NAME = ".lock"
 LOCK_TIMEOUT_S = 60.0
 
+# Samples are written compactly (see _json_line), so a scored sample always contains this.
+_SCORED_MARKER = b'"status":"scored"'
 REQUIRED_SAMPLE_KEYS = ("schema", "id", "arm", "task", "trial", "status", "model_kind")
 
 
@@ -204,6 +206,20 @@ class Store:
             if isinstance(trial, int):
                 highest = max(highest, trial)
         return highest
+
+    def count_scored(self, cell: Cell) -> int:
+        """How many scored samples the cell holds (floor and fill decisions).
+
+        Only lines that contain the scored marker are parsed, so counting a deep cell stays cheap.
+        """
+        count = 0
+        for _, raw, _ in _read_lines(self.samples_path(cell)):
+            if _SCORED_MARKER in raw:
+                try:
+                    count += json.loads(raw).get("status") == STATUS_SCORED
+                except ValueError:
+                    continue
+        return count
 
     def preview_trials(self, cell: Cell, count: int) -> list[int]:
         """The numbers a reservation would get now, without writing anything (--collect-only)."""
