@@ -36,66 +36,27 @@ def pytest_benchcell_snapshot(trial, environment):
     return db.snapshot(environment.data)
 
 
-# --- the expected end state: the seed plus the task's change -------------------------------------
+# --- the capability probe: run once per session, before trials are planned ----------------------
 
 
-def _issue(state, number):
-    return next(issue for issue in state["issues"] if issue["number"] == number)
+def pytest_benchcell_probe(bench):
+    """Can a user assign an issue to themselves on this tracker? (The seed's host analogue: may a
+    user approve their own pull request.) If not, triage-perf is swapped for its variant."""
+    from pytest_benchcell import Probe
 
-
-def _close_export(state):
-    _issue(state, 2)["state"] = "closed"
-
-
-def _label_crash_dialog(state):
-    _issue(state, 4)["labels"] = ["bug"]
-
-
-def _triage_perf(state):
-    issue = _issue(state, 5)
-    issue["labels"] = sorted(issue["labels"] + ["performance"])
-    issue["assignees"] = ["me"]
-    issue["comments"].append({"author": "me", "body": "Profiling this week."})
-
-
-EXPECTED_CHANGES = {
-    "close-export": _close_export,
-    "label-crash-dialog": _label_crash_dialog,
-    "triage-perf": _triage_perf,
-}
-
-
-def expected_state(task):
-    """The seed's snapshot with `task`'s change applied (no change for a task not listed)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / DB_FILE
         db.seed(path)
-        state = db.snapshot(path)
-    EXPECTED_CHANGES.get(task, lambda state: None)(state)
-    return state
-
-
-def diff_states(expected, actual):
-    """Human-readable differences between two snapshots ([] when they are equal)."""
-    differences = []
-    if expected["labels"] != actual["labels"]:
-        differences.append(f"labels: expected {expected['labels']}, found {actual['labels']}")
-    want = {issue["number"]: issue for issue in expected["issues"]}
-    got = {issue["number"]: issue for issue in actual["issues"]}
-    for number in sorted(want.keys() | got.keys()):
-        if number not in got:
-            differences.append(f"issue #{number} is missing")
-        elif number not in want:
-            differences.append(f"unexpected issue #{number} {got[number]['title']!r}")
-        else:
-            for key, value in want[number].items():
-                if got[number].get(key) != value:
-                    differences.append(f"issue #{number} {key}: expected {value!r}, found {got[number].get(key)!r}")
-    return differences
-
-
-def pytest_benchcell_check_state(trial, environment, snapshot):
-    return diff_states(expected_state(trial.task), snapshot)
+        try:
+            db.assign(path, 1, db.CURRENT_USER)
+            self_assign = True
+        except db.TrackerError:
+            self_assign = False
+    return Probe(
+        verdict={"self_assign": self_assign},
+        swap={} if self_assign else {"triage-perf": "triage-perf-no-assign"},
+        drop=("triage-perf-no-assign",) if self_assign else (),  # the variant only replaces triage-perf
+    )
 
 
 # --- scripted solutions (--bench-scripted): one list of steps per (arm, task) ---------------------
@@ -111,6 +72,8 @@ def pytest_benchcell_script(trial, environment):
         return ToolUse(f"mcp__tracker__{name}", arguments)  # Claude Code's name for an MCP tool
 
     answers = {
+        "export-open-csv": Answer("The CSV export of the open issues has 5 data rows."),
+        "triage-perf-no-assign": Answer('Issue #5 now has the performance label and the comment "Profiling this week."'),
         "count-open": Answer("There are 5 open issues."),
         "close-export": Answer("Closed issue #2 (CSV export drops the last row)."),
         "label-crash-dialog": Answer('Added the bug label to issue #4, "App quits when I open Preferences".'),
@@ -124,6 +87,8 @@ def pytest_benchcell_script(trial, environment):
         # The skill documents the commands, so this arm goes straight to work.
         "cli-skill": {
             "count-open": [sh("tracker list --state open")],
+            "export-open-csv": [sh("tracker export --state open | tail -n +2 | wc -l")],
+            "triage-perf-no-assign": [sh(f"tracker label 5 --add performance && {comment}")],
             "close-export": [sh("tracker close 2")],
             "label-crash-dialog": [sh("tracker list --state open"), sh("tracker label 4 --add bug")],
             "triage-perf": [
@@ -134,6 +99,8 @@ def pytest_benchcell_script(trial, environment):
         # Without the skill the agent first learns the commands from --help.
         "cli-bare": {
             "count-open": [sh("tracker --help"), sh("tracker list")],
+            "export-open-csv": [sh("tracker --help"), sh("tracker export --help"), sh("tracker export | tail -n +2 | wc -l")],
+            "triage-perf-no-assign": [sh("tracker --help"), sh("tracker label 5 --add performance"), sh(comment)],
             "close-export": [sh("tracker --help"), sh("tracker close 2")],
             "label-crash-dialog": [
                 sh("tracker --help"),
@@ -153,6 +120,10 @@ def pytest_benchcell_script(trial, environment):
         # MCP tools describe themselves: no exploring, but one call per change.
         "mcp": {
             "count-open": [tool("list_issues", state="open")],
+            "triage-perf-no-assign": [
+                tool("add_label", number=5, label="performance"),
+                tool("comment_issue", number=5, body="Profiling this week."),
+            ],
             "close-export": [tool("close_issue", number=2)],
             "label-crash-dialog": [tool("list_issues", state="open"), tool("add_label", number=4, label="bug")],
             "triage-perf": [

@@ -1,6 +1,6 @@
 """pytest-benchcell: benchmark coding-agent tools one (arm, task) cell at a time."""
 
-from .environment import Environment, TrialInfo
+from .environment import Environment, Probe, TrialInfo
 
 __version__ = "0.1.0"
-__all__ = ["Environment", "TrialInfo", "__version__"]
+__all__ = ["Environment", "Probe", "TrialInfo", "__version__"]

@@ -45,6 +45,7 @@ class AgentRequest:
     tools: tuple[str, ...]  # Claude Code built-in tools the arm declares
     mcp_servers: Mapping[str, Mapping[str, Any]]  # name -> stdio server config
     guard: GuardFunction  # (tool name, tool input) -> (allowed, reason)
+    cli_path: Path | None = None  # a launcher for the CLI (see hygiene.cli_wrapper); None: the bundled one
 
 
 @dataclass
@@ -83,6 +84,16 @@ def sdk_versions() -> dict[str, str]:
     except ImportError:
         cli_version = "unknown"
     return {"sdk": sdk_version, "cli": cli_version}
+
+
+def bundled_cli() -> str:
+    """Where the SDK's bundled Claude Code CLI is, found without importing the SDK."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:  # pragma: no cover - the SDK is a hard dependency
+        raise RuntimeError("claude-agent-sdk is not installed")
+    return str(Path(spec.origin).parent / "_bundled" / "claude")
 
 
 def run_agent(request: AgentRequest) -> AgentResult:
@@ -133,6 +144,7 @@ async def _run(request: AgentRequest) -> AgentResult:
         setting_sources=[],
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[guard_hook])]},
         stderr=keep_stderr,
+        cli_path=str(request.cli_path) if request.cli_path else None,
     )
 
     started = time.monotonic()

@@ -21,6 +21,9 @@ DEFAULT_TRIALS = 5
 DEFAULT_FLOOR = 3
 DEFAULT_TURN_CAP = 40
 DEFAULT_WALL_CLOCK_MS = 300_000
+DEFAULT_READY_TIMEOUT_MS = 60_000
+WHITESPACE_POLICIES = ("exact", "strip", "collapse")
+CHANGE_OPS = ("set", "append", "add", "remove", "delete")
 DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
 DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
 
@@ -58,6 +61,9 @@ class Arm:
     env: Mapping[str, str]
     mcp_servers: tuple[McpServer, ...]
     deny_subcommands: Mapping[str, tuple[str, ...]]
+    # A deliberate hole for testing the audit: the in-band guard lets these programs through, but
+    # they are not the arm's, so the independent audit marks any trial that ran one invalid.
+    guard_exempt: tuple[str, ...] = ()
 
     @property
     def system_prompt_addition(self) -> str:
@@ -76,6 +82,11 @@ class Task:
     required_facts: tuple[Any, ...]
     forbidden_facts: tuple[Any, ...]
     check_state: bool
+    changes: tuple[Any, ...] = ()  # the intended change, applied to the ground truth (checker.apply_changes)
+    arms: tuple[str, ...] = ()  # arms that can do the task at all (bonus tasks); () = every arm
+
+    def applies_to(self, arm: str) -> bool:
+        return not self.arms or arm in self.arms
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,8 @@ class Bench:
     weights: Mapping[str, float]
     arms: Mapping[str, Arm]
     tasks: Mapping[str, Task]
+    ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
+    state_policy: Mapping[str, Any] = field(default_factory=dict)  # [checker] table, for checker.StatePolicy
 
     @property
     def root(self) -> Path:
@@ -226,14 +239,14 @@ def load_bench(path: str | Path) -> Bench:
 def _parse(file: Path, document: dict[str, Any]) -> Bench:
     top = _Reader(file, "bench.toml", document)
     for key in document:
-        if key not in ("bench", "pricing", "arms", "tasks"):
+        if key not in ("bench", "pricing", "checker", "arms", "tasks"):
             raise BenchConfigError(
-                f"{file}: unknown top-level table [{key}]; allowed: [bench], [pricing], [arms.NAME], [tasks.ID]"
+                f"{file}: unknown top-level table [{key}]; allowed: [bench], [pricing], [checker], [arms.NAME], [tasks.ID]"
             )
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
-        "base_prompt", "tiers", "secrets",
+        "base_prompt", "tiers", "secrets", "ready_timeout_ms",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -257,6 +270,24 @@ def _parse(file: Path, document: dict[str, Any]) -> Bench:
     if not tasks_table:
         raise BenchConfigError(f"{file}: [tasks] is empty; declare at least one [tasks.ID] table")
     tasks = {task_id: _parse_task(file, task_id, tasks_reader.sub(task_id), tiers) for task_id in tasks_table}
+    for task in tasks.values():
+        for arm_name in task.arms:
+            if arm_name not in arms:
+                raise BenchConfigError(
+                    f"{file}: [tasks.{task.id}] arms has value {arm_name!r}; allowed: {', '.join(arms)}"
+                )
+
+    checker_table = _Reader(file, "checker", document.get("checker", {}))
+    checker_table.only("ignore_keys", "multiset_keys", "identity_keys", "whitespace")
+    state_policy: dict[str, Any] = {}
+    for key in ("ignore_keys", "multiset_keys", "identity_keys"):
+        if key in checker_table.table:
+            state_policy[key] = checker_table.strings(key)
+    if "whitespace" in checker_table.table:
+        whitespace = checker_table.string("whitespace")
+        if whitespace not in WHITESPACE_POLICIES:
+            checker_table.fail("whitespace", whitespace, ", ".join(WHITESPACE_POLICIES))
+        state_policy["whitespace"] = whitespace
 
     return Bench(
         path=file,
@@ -273,6 +304,8 @@ def _parse(file: Path, document: dict[str, Any]) -> Bench:
         weights=weights,
         arms=arms,
         tasks=tasks,
+        ready_timeout_ms=bench.integer("ready_timeout_ms", DEFAULT_READY_TIMEOUT_MS),
+        state_policy=state_policy,
     )
 
 
@@ -286,7 +319,7 @@ def _check_name(reader: _Reader, kind: str, name: str) -> None:
 
 def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
-    arm.only("tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands")
+    arm.only("tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands", "guard_exempt")
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
         if tool not in BUILTIN_TOOLS:
@@ -346,6 +379,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         env=arm.string_table("env"),
         mcp_servers=tuple(servers),
         deny_subcommands=deny,
+        guard_exempt=arm.strings("guard_exempt"),
     )
 
 
@@ -360,7 +394,7 @@ def _strip_frontmatter(text: str) -> str:
 
 def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...]) -> Task:
     _check_name(task, "task", task_id)
-    task.only("tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state")
+    task.only("tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state", "changes", "arms")
     tier = task.string("tier", required=True)
     if tier not in tiers:
         task.fail("tier", tier, f"{', '.join(tiers)} (declare your own in [bench] tiers)")
@@ -371,6 +405,14 @@ def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...])
     check_state = task.boolean("check_state", not is_read)
     if not required and not check_state:
         task.fail("required_facts", [], "at least one fact, or check_state = true (the task could never fail)")
+    changes = task.table.get("changes", [])
+    if not isinstance(changes, list):
+        task.fail("changes", changes, "a list of change tables ({ op = ..., path = ..., value = ... })")
+    for change in changes:
+        if not isinstance(change, dict) or change.get("op") not in CHANGE_OPS or not isinstance(change.get("path"), str):
+            task.fail("changes", change, f"tables with op = one of {', '.join(CHANGE_OPS)} and a path string")
+    if changes and not check_state:
+        task.fail("changes", changes, "changes only with check_state = true (they describe the expected end state)")
     return Task(
         id=task_id,
         tier=tier,
@@ -379,6 +421,8 @@ def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...])
         required_facts=required,
         forbidden_facts=forbidden,
         check_state=check_state,
+        changes=tuple(changes),
+        arms=task.strings("arms"),
     )
 
 

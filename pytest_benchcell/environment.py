@@ -34,3 +34,17 @@ class Environment:
     values: Mapping[str, str] = field(default_factory=dict)
     data: Any = None
     secrets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A capability probe's verdict (see the pytest_benchcell_probe hook).
+
+    verdict: what was found, recorded on every sample of the sitting (JSON-like values).
+    drop:    task ids to leave out of the selection.
+    swap:    task id -> the task id to run instead.
+    """
+
+    verdict: Mapping[str, Any] = field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+    swap: Mapping[str, str] = field(default_factory=dict)

@@ -35,8 +35,13 @@ written. Its limits, and what the guard does about them:
   inside a larger word is not treated as quoting (`--body='run `make`'` shows a false `make`;
   the guard drops substitutions that lie inside single quotes). Any `$(`, backtick or `${` that
   bashlex did not report is refused rather than trusted.
-- bashlex does not look inside `${...}`, so `${X:-$(curl x)}` would hide curl: a braced parameter
-  that contains quotes, `$`, backticks, parentheses, braces, array subscripts or `@P` is refused.
+- bashlex does not look inside `${...}`, so `${X:-$(curl x)}` would hide curl. Only plain forms
+  are accepted (`_SAFE_BRACED_PARAMETER`): a name with a literal default, pattern or numeric
+  substring offset, where a default may use a plain `$name`. Refused: quotes, substitutions, nested
+  braces, array subscripts, indirection `${!x}`, offsets that are not numbers, `@P` and
+  `${NAME:=...}` on protected variables. Array subscripts, indirection and offsets are
+  arithmetic, and bash's arithmetic evaluates a variable's value as an expression, so
+  `i='a[$(curl x)]'; echo ${x:i}` runs curl (checked against bash 5.2).
 - bashlex mis-measures a `$(...)` that contains a here-document, so a here-document inside a
   command or process substitution is refused.
 - bashlex's quote removal differs from bash's in corners (backslashes inside double quotes), so
@@ -77,7 +82,8 @@ and conditions, and substitutions anywhere. For each one:
   must be plain identifiers: bash evaluates array subscripts such as `a[$(curl x)]`.
 - Redirections to `/dev/tcp/...` or `/dev/udp/...` (bash opens a network connection itself) are
   refused, and so is a redirection whose target starts with a variable or substitution, since
-  the guard cannot rule that out. Write file names literally (`> "out-$i.json"` is fine).
+  the guard cannot rule that out. Write file names literally (`> "out-$i.json"` and `> ~/x` are
+  fine).
 - `sort --compress-program` (which starts a program) is refused, and so are `sort` options that
   are not written literally.
 
@@ -118,6 +124,7 @@ import bashlex
 import bashlex.ast
 import bashlex.errors
 import bashlex.heredoc
+import bashlex.tokenizer
 
 __all__ = [
     "HARMLESS_UTILITIES",
@@ -162,11 +169,12 @@ LAUNCHERS: frozenset[str] = SHELLS | frozenset(
     "sudo su doas watch parallel script flock ionice taskset source .".split()
 )
 
-# Variables that decide which program runs or load code into every program: never settable.
+# Variables that decide which program runs, load code into programs, or decide which configuration
+# (and credentials) they read: never settable. HOME also keeps `> ~/x` from reaching /dev/tcp.
 LOADER_VARIABLES: frozenset[str] = frozenset(
     "PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV SHELLOPTS BASHOPTS PS1 PS2 PS3 PS4 "
     "PROMPT_COMMAND NODE_OPTIONS PYTHONSTARTUP PYTHONPATH PERL5OPT PERL5LIB RUBYOPT LESSOPEN "
-    "LESSCLOSE GIT_EXEC_PATH GCONV_PATH".split()
+    "LESSCLOSE GIT_EXEC_PATH GCONV_PATH HOME XDG_CONFIG_HOME".split()
 )
 # Variables naming a program that other programs start: settable only to a program the arm may run.
 PROGRAM_VARIABLES: frozenset[str] = frozenset(
@@ -248,17 +256,17 @@ def check_bash_command(command: str, rules: ArmRules) -> Decision:
         findings = _find_commands(command)
     except GuardParseError as error:
         return Decision(False, str(error))
-    if findings.refusals:
-        return Decision(False, findings.refusals[0])
     checker = _ArmChecker(rules, findings.functions)
     for variable in findings.loop_variables:
-        reason = checker.variable_target(variable, value=None)
+        reason = checker.variable_target(variable, value=_UNKNOWN_VALUE)
         if reason:
             return Decision(False, reason)
     for found in findings.commands:
         reason = checker.command(found)
         if reason:
             return Decision(False, reason)
+    if findings.refusals:
+        return Decision(False, findings.refusals[0])
     return ALLOWED
 
 
@@ -305,27 +313,36 @@ def _heredoc_delimiter(raw: str) -> tuple[str, bool]:
 def _read_here_document(tokenizer: Any, redirect: Any, lineno: int, strip_tabs: bool) -> str:
     """Replacement for bashlex.heredoc.makeheredoc.
 
-    bashlex compares body lines with the delimiter as written, so `<<'EOF'` waits for a line
-    `'EOF'`. bash removes quotes first, and a quoted delimiter makes the body literal: the node
-    records that as `quoted`. The delimiter line itself is not part of the body.
+    bashlex compares body lines with the delimiter as written, so `<<'EOF'` never ends; bash
+    removes quotes first, and a quoted delimiter makes the body literal (recorded as `quoted`).
+    bashlex also reads the body through its input reader, which joins backslash-newline even in a
+    quoted body, where bash does not: a body line `x\\` would swallow the delimiter line and hide the
+    commands after it. So the lines are read here, straight from the source.
     """
+    if tokenizer._eol_ungetc_lookahead is not None:
+        raise bashlex.errors.ParsingError("here-document in an unexpected place", tokenizer._shell_input_line, 0)
     delimiter, quoted = _heredoc_delimiter(redirect.output.word)
-    start = tokenizer._shell_input_line_index
+    text: str = tokenizer._shell_input_line
+    start = index = tokenizer._shell_input_line_index
     lines: list[str] = []
     while True:
-        line = tokenizer.readline(not quoted)
-        if line is None:
+        if index >= len(text):
             raise bashlex.errors.ParsingError(
-                f"here-document not terminated (wanted a line {delimiter!r})",
-                tokenizer._shell_input_line,
-                tokenizer._shell_input_line_index,
+                f"here-document not terminated (wanted a line {delimiter!r})", text, len(text)
             )
+        line, index = _source_line(text, index)
+        # In an unquoted body an unescaped backslash-newline joins lines, before the delimiter test.
+        while not quoted and _ends_with_line_continuation(line) and index < len(text):
+            more, index = _source_line(text, index)
+            line = line[:-2] + more
         if strip_tabs:
             line = line.lstrip("\t")
-        if (line[:-1] if line.endswith("\n") else line) == delimiter:
+        if line.removesuffix("\n") == delimiter:
             break
         lines.append(line)
-    end = tokenizer._shell_input_line_index - 1
+    tokenizer._shell_input_line_index = index
+    tokenizer._line_number += text.count("\n", start, index)
+    end = index - 1
     body = "".join(lines)
     redirect.heredoc = bashlex.ast.node(kind="heredoc", value=body, quoted=quoted, pos=(start, end))
     if redirect.pos[1] + 1 == start:
@@ -333,9 +350,43 @@ def _read_here_document(tokenizer: Any, redirect: Any, lineno: int, strip_tabs: 
     return body
 
 
-# bashlex looks the reader up in its heredoc module at call time; this is a bug fix, not a change
-# of behaviour for any input bashlex already handled.
+def _source_line(text: str, index: int) -> tuple[str, int]:
+    """The line starting at index, with its newline (added at the end of the text), and the next index."""
+    newline = text.find("\n", index)
+    if newline < 0:
+        return text[index:] + "\n", len(text)
+    return text[index : newline + 1], newline + 1
+
+
+def _ends_with_line_continuation(line: str) -> bool:
+    body = line.removesuffix("\n")
+    backslashes = len(body) - len(body.rstrip("\\"))
+    return line.endswith("\n") and backslashes % 2 == 1
+
+
+_bashlex_next_token = bashlex.tokenizer.tokenizer.token
+
+
+def _next_token_after_here_documents(tokenizer: Any) -> Any:
+    """Replacement for bashlex's tokenizer.token: read pending here-document bodies first.
+
+    bashlex reads here-document bodies when it lexes the newline that ends the `<<` line. Inside a
+    compound command (if, for, while, { }, functions) the parser has not registered the
+    redirection yet at that moment, so bashlex lexed the first body line as commands and took
+    later lines, up to the delimiter, as the body: `if true; then cat <<EOF` + `EOF` + `curl x` +
+    `EOF` + `fi` hid curl, which bash runs. bash reads the bodies when it starts the next line; so
+    does this: after a newline token, any redirection registered meanwhile gets its body now.
+    """
+    previous = getattr(tokenizer, "_current_token", None)
+    if tokenizer.redirstack and getattr(previous, "ttype", None) == bashlex.tokenizer.tokentype.NEWLINE:
+        bashlex.heredoc.gatherheredocuments(tokenizer)
+    return _bashlex_next_token(tokenizer)
+
+
+# bashlex looks both up at call time. They are bug fixes: inputs bashlex already read correctly
+# are read the same way.
 bashlex.heredoc.makeheredoc = _read_here_document
+bashlex.tokenizer.tokenizer.token = _next_token_after_here_documents
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,21 +437,22 @@ def _find_commands(command: str) -> _Findings:
     return findings
 
 
-def _unparsable(detail: str, avoid: str = "") -> GuardParseError:
-    hint = f" Write it without {avoid}." if avoid else ""
+def _unparsable(detail: str, advice: str = "") -> GuardParseError:
+    """A refusal for a line the guard cannot read; `advice` is a sentence saying what to write."""
+    advice = f" {advice}" if advice else ""
     return GuardParseError(
-        f"could not parse this command: {detail}.{hint} Plain commands joined by |, &&, ||, ; or "
+        f"could not parse this command: {detail}.{advice} Plain commands joined by |, &&, ||, ; or "
         "newlines, if/for/while loops, $(...) and quoted here-documents are fine."
     )
 
 
 # (text found in bashlex's NotImplementedError message, what it is, what to write instead)
 _UNSUPPORTED = (
-    ("arithmetic", "arithmetic expansion $(( )) or $[ ]", "$(( )); use expr for arithmetic"),
-    ("pattern", "case ... esac is not supported by the guard", "case; use if/elif with [ ... ]"),
-    ("time command", "time is not supported by the guard", "time; run the command on its own"),
-    ("coproc", "coproc is not allowed", "coproc"),
-    ("select", "select is not supported by the guard", "select"),
+    ("arithmetic", "arithmetic expansion $(( )) or $[ ] is not supported", "Use expr for arithmetic."),
+    ("pattern", "case ... esac is not supported by the guard", "Use if/elif with [ ... ] instead."),
+    ("time command", "time is not supported by the guard", "Run the command without time."),
+    ("coproc", "coproc is not allowed", ""),
+    ("select", "select is not supported by the guard", "Use a for loop."),
 )
 
 
@@ -408,7 +460,7 @@ def _parse(source: str) -> list[Any]:
     if all(not line.strip() or line.lstrip().startswith("#") for line in source.splitlines()):
         return []  # only comments or blank lines: nothing runs (bashlex cannot parse these)
     try:
-        return list(bashlex.parse(source))
+        trees = list(bashlex.parse(source))
     except NotImplementedError as error:
         message = str(error)
         for needle, detail, avoid in _UNSUPPORTED:
@@ -419,20 +471,54 @@ def _parse(source: str) -> list[Any]:
         raise _explain_parse_error(error.message, source) from None
     except Exception as error:  # bashlex raises assorted errors on malformed input
         raise _unparsable(f"bash syntax the guard could not read ({type(error).__name__})") from None
+    _check_restarts(trees, source)
+    return trees
+
+
+class _HereDocumentEnd(bashlex.ast.nodevisitor):  # type: ignore[misc]
+    def __init__(self) -> None:
+        self.end = -1
+
+    def visitheredoc(self, node: Any, value: Any) -> None:
+        self.end = max(self.end, node.pos[1])
+
+
+def _check_restarts(trees: Sequence[Any], source: str) -> None:
+    """bashlex.parse reads one top-level command, then restarts one character after its end,
+    assuming that character separates commands. After `;#` or `)#` it is the `#` of a comment, and
+    the comment's text is then read as commands, so a quote in it can swallow the lines after it
+    (which bash runs). Refuse when the skipped character is anything but a blank or a newline."""
+    for tree in trees[:-1]:
+        finder = _HereDocumentEnd()
+        finder.visit(tree)
+        end = max(tree.pos[1], finder.end)
+        if source[end : end + 1] not in (" ", "\t", "\n"):
+            raise _unparsable(
+                f"the guard could not tell where a command ends near `{source[end : end + 12]}`",
+                "Put a space before a # comment.",
+            )
 
 
 def _explain_parse_error(message: str, source: str) -> GuardParseError:
     if "[[" in source:
-        return _unparsable("[[ ... ]] is not supported by the guard", "[[ ]]; use [ ... ] or test")
+        return _unparsable("[[ ... ]] is not supported by the guard", "Use [ ... ] or test instead.")
     if re.search(r"\bfor\s*\(\(", source):
-        return _unparsable("C-style for ((...)) is not supported", "for ((...)); use for i in $(seq 1 5)")
+        return _unparsable("C-style for ((...)) is not supported", "Use for i in $(seq 1 5) instead.")
     if re.search(r"(^|[\s;&|(])[A-Za-z_][A-Za-z0-9_]*\+?=\(", source):
-        return _unparsable("arrays are not supported by the guard", "arrays")
+        return _unparsable("arrays are not supported by the guard", "Use plain variables.")
     if "here-document" in message:
-        return _unparsable(message, "an unterminated here-document; end it with its delimiter alone on a line")
-    if "matching" in message or "unexpected EOF" in message:
+        return _unparsable(message, "End a here-document with its delimiter alone on a line.")
+    if "matching" in message:
         return _unparsable(f"{message}: a quote, parenthesis or $( is never closed")
+    if "unexpected EOF" in message:
+        return _unparsable("the command ends too early (a trailing |, && or ||, or an unfinished if/for/while?)")
     return _unparsable(f"bash syntax the guard could not read ({message})")
+
+
+def _without_quoting(text: str) -> str:
+    """Text without quote characters, backslashes and newlines: a word as written and bashlex's
+    reading of it agree on the rest, unless bashlex's positions have drifted from the source."""
+    return re.sub(r"['\"\\\n]", "", text)
 
 
 _SINGLE, _ANSI, _PLAIN, _DOUBLE, _HEREDOC = range(5)
@@ -501,7 +587,10 @@ def _scan_word(raw: str, parts: Sequence[Any], start: int, heredoc: bool = False
         if part is not None:
             scan.kept.append(part)
             scan.mark(_PART_KINDS.get(part.kind, "uses an expansion"))
-            end = part.pos[1] - start
+            if part.kind in ("commandsubstitution", "processsubstitution"):
+                end = _substitution_end(raw, part, start)
+            else:
+                end = part.pos[1] - start
             i = end if end > i else i + 1
             continue
         if state == _PLAIN and char == "'":
@@ -515,6 +604,43 @@ def _scan_word(raw: str, parts: Sequence[Any], start: int, heredoc: bool = False
     if _has_brace_expansion(scan.brace_marks):
         scan.mark("uses brace expansion")
     return scan
+
+
+def _substitution_end(raw: str, part: Any, start: int) -> int:
+    """Where the $(...), `...`, <(...) or >(...) starting at part.pos ends in raw (relative).
+
+    bashlex parses only the first line of commands inside a substitution (`$(true` newline
+    `curl x)` showed true alone), and parses backtick text without the unescaping bash does first
+    (`\\$(...)` inside backticks runs). So the guard accepts only what bashlex read completely:
+    after its parsed commands, nothing but blanks, newlines and comments may come before the
+    closing parenthesis or backtick.
+    """
+    begin = part.pos[0] - start
+    parsed_end = part.command.pos[1] - start
+    one_line = "Put the commands inside $(...) on one line, joined with ; or && (and no here-documents there)."
+    if raw.startswith("`", begin):
+        close = part.pos[1] - start - 1  # bashlex found the closing backtick itself
+        if raw[close : close + 1] != "`" or re.search(r'\\[$`\\"]', raw[begin + 1 : close]):
+            raise _unparsable("backticks with backslash escapes or nested backticks", "Use $(...) instead.")
+        if _skip_blanks_and_comments(raw, parsed_end) < close:
+            raise _unparsable("several lines of commands inside backticks", one_line)
+        return close + 1
+    close = _skip_blanks_and_comments(raw, parsed_end)
+    if raw[close : close + 1] != ")":
+        raise _unparsable("several lines of commands inside a substitution", one_line)
+    return close + 1
+
+
+def _skip_blanks_and_comments(text: str, i: int) -> int:
+    while i < len(text):
+        if text[i] in " \t\n":
+            i += 1
+        elif text[i] == "#":
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline + 1
+        else:
+            break
+    return i
 
 
 def _scan_character(raw: str, i: int, state: int, scan: _Scan) -> int:
@@ -571,9 +697,26 @@ def _has_brace_expansion(marks: list[str]) -> bool:
     return False
 
 
+# The ${...} forms the guard accepts. bashlex does not look inside ${...}, so anything that could
+# hide a command is refused: substitutions, quotes, nested braces, array subscripts and indirection
+# (both evaluate a subscript arithmetically, and arithmetic evaluates a variable's value, so
+# i='a[$(curl x)]'; ${x:i} or ${!i} runs curl), substring offsets other than literal numbers, @P.
+_WORD_IN_BRACES = r"(?:[^$`()'\"\\{}\[\]]|\$[A-Za-z_][A-Za-z0-9_]*)*"
+_NAME_IN_BRACES = r"(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])"
 _SAFE_BRACED_PARAMETER = re.compile(
-    r"[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[(?:@|\*|[0-9]+)\])?[^$`()'\"\\{}\[\]]*\Z"
+    rf"""(?:
+        \#{_NAME_IN_BRACES}                               # length: ${{#x}}
+      | ![A-Za-z_][A-Za-z0-9_]*[*@]                        # names with a prefix: ${{!BASH*}}
+      | {_NAME_IN_BRACES}(?:\[[@*]\])?
+        (?: :?[-=?+]{_WORD_IN_BRACES}                      # default, assign, error, alternate
+          | :[ ]*-?[0-9]+[ ]*(?::[ ]*-?[0-9]+[ ]*)?        # substring with literal numbers
+          | (?:\#\#?|%%?|//?|/\#|/%|\^\^?|,,?){_WORD_IN_BRACES}   # patterns and case
+          | @[QEAaKkUuL]                                   # transformations except @P
+        )?
+    )\Z""",
+    re.VERBOSE,
 )
+_ASSIGNING_PARAMETER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
 def _check_parameter(node: Any, source: str) -> None:
@@ -582,12 +725,16 @@ def _check_parameter(node: Any, source: str) -> None:
     if not raw.startswith("${"):
         return
     inner = raw[2:-1] if raw.endswith("}") else raw[2:]
-    if not _SAFE_BRACED_PARAMETER.match(inner) or "@P" in inner:
+    if not _SAFE_BRACED_PARAMETER.match(inner):
         raise _unparsable(
-            f"the guard cannot see inside `{raw}`",
-            "quotes, substitutions, array subscripts or @P inside ${...}; compute the value "
-            'first, e.g. v=$(...); then use "${X:-$v}"',
+            f"the guard cannot see what `{raw}` does",
+            "Inside ${...} use only a plain name with a literal default, pattern or numeric offset: "
+            "no quotes, substitutions, array subscripts, ${!...} or @P. Compute values first "
+            '(v=$(...)), then use "${X:-$v}".',
         )
+    assigned = _ASSIGNING_PARAMETER.match(inner)
+    if assigned and assigned.group(1) in LOADER_VARIABLES | PROGRAM_VARIABLES:
+        raise _unparsable(f"`{raw}` assigns {assigned.group(1)}, which no arm may change this way")
 
 
 class _Walker:
@@ -611,7 +758,7 @@ class _Walker:
             self.nodes(node.parts, source, inside_substitution)
         elif kind == "compound":
             if source.startswith("((", node.pos[0]):
-                raise _unparsable("arithmetic (( ... )) is not supported", "(( )); use expr or [ ... -lt ... ]")
+                raise _unparsable("arithmetic (( ... )) is not supported", "Use expr or [ ... -lt ... ] instead.")
             self.nodes(node.list, source, inside_substitution)
             self.nodes(getattr(node, "redirects", []), source, inside_substitution)
         elif kind == "for":
@@ -651,6 +798,15 @@ class _Walker:
         """Read a word node, walk the substitutions bash would run in it, return its value."""
         start, end = node.pos
         raw = source[start:end]
+        if node.parts and "\\\n" in raw:
+            # bashlex drops backslash-newline from a word before expanding it, so the positions of
+            # the substitutions in it (and of everything inside them) no longer match the source.
+            raise _unparsable(
+                f"a line continuation inside a word with substitutions (`{raw.strip()}`)",
+                "Join those lines, or break the line outside $(...) and quotes.",
+            )
+        if _without_quoting(raw) != _without_quoting(node.word):
+            raise _unparsable(f"the guard could not match `{node.word}` with the command text")
         scan = _scan_word(raw, node.parts, start)
         if scan.hidden and raw.startswith("'"):
             # bashlex takes a word that starts and ends with ' as wholly single-quoted: read it
@@ -666,6 +822,7 @@ class _Walker:
 
     @staticmethod
     def reparsed_word(source: str) -> Any:
+        """The second word of `: <word>`, as bashlex reads it."""
         trees = _parse(source)
         if len(trees) == 1 and trees[0].kind == "command" and len(trees[0].parts) == 2:
             second = trees[0].parts[1]
@@ -678,7 +835,7 @@ class _Walker:
         name, _, _ = raw.partition("=")
         name = name.removesuffix("+")
         if not _IDENTIFIER.match(name):
-            raise _unparsable(f"array assignments are not supported (`{raw}`)", "arrays")
+            raise _unparsable(f"array assignments are not supported (`{raw}`)", "Use plain variables.")
         value_start = node.pos[0] + raw.index("=") + 1
         value_node = bashlex.ast.node(
             kind="word", word=node.word.partition("=")[2], parts=node.parts, pos=(value_start, node.pos[1])
@@ -733,6 +890,10 @@ class _Walker:
         self.check_redirect_target(target)
 
     def check_redirect_target(self, target: _Word) -> None:
+        if target.raw.startswith(("<(", ">(")):
+            return  # a process substitution: bash supplies a pipe; its commands are checked
+        if target.raw.startswith("~") and not any(char in target.raw for char in "$`"):
+            return  # ~ is HOME, which no arm may change
         known = target.literal if target.literal is not None else target.prefix
         if re.match(r"/dev/(tcp|udp)/", known):
             self.findings.refusals.append(
@@ -753,7 +914,7 @@ class _Walker:
         if inside_substitution:
             raise _unparsable(
                 "here-documents inside $(...) or <(...) are not supported",
-                "a here-document inside a substitution; run that command on its own",
+                "Run the command with the here-document on its own; its output is shown to you.",
             )
         body = document.value
         if getattr(document, "quoted", False) or not any(c in body for c in "$`"):
@@ -764,7 +925,7 @@ class _Walker:
             raise
         except Exception:
             parts = None
-        hint = "quote the delimiter (<<'EOF') if the body is data"
+        hint = "Quote the delimiter (<<'EOF') if the body is data, or compute values first (v=$(...))."
         if parts is None:
             raise _unparsable("the guard could not read the substitutions in a here-document body", hint)
         scan = _scan_word(body, parts, 0, heredoc=True)
@@ -780,16 +941,19 @@ def _expansions_in_heredoc_body(body: str) -> list[Any]:
     a here-document body, as they are inside double quotes). These are private bashlex functions;
     any failure makes the caller refuse the body.
     """
+    from bashlex import flags as bashlex_flags
     from bashlex import parser as bashlex_parser
     from bashlex import subst as bashlex_subst
     from bashlex import tokenizer as bashlex_tokenizer
+    from bashlex import utils as bashlex_utils
 
     try:
         context = bashlex_parser._parser(body)
-        token = bashlex_tokenizer.token(bashlex_tokenizer.tokentype.WORD, body, (0, len(body)), set())
+        no_flags = bashlex_utils.typedset(bashlex_flags.word)
+        token = bashlex_tokenizer.token(bashlex_tokenizer.tokentype.WORD, body, (0, len(body)), no_flags)
         parts, _ = bashlex_subst._expandwordinternal(context, token, 1, 1, 0, 0)
     except NotImplementedError as error:
-        raise _unparsable(f"a here-document body uses {error}", "arithmetic; use expr") from None
+        raise _unparsable(f"a here-document body uses {error}", "Use expr for arithmetic.") from None
     return list(parts)
 
 
@@ -1345,10 +1509,11 @@ def _sort_options_reason(args: Sequence[_Word], appended_input: bool) -> str:
 
 
 def _subcommand_reason(rule: SubcommandRule, found: _Command, arm: str) -> str:
-    denied = ", ".join(rule.deny)
-    refusal = (
-        f"is not available in arm '{arm}': the {rule.binary} subcommands {denied} are excluded; "
-        f"use another {rule.binary} subcommand"
+    binary = rule.binary
+    plural = len(rule.deny) > 1
+    excluded = (
+        f"the {binary} subcommand{'s' if plural else ''} {', '.join(rule.deny)} "
+        f"{'are' if plural else 'is'} excluded in arm '{arm}'; use another {binary} subcommand"
     )
     operands: list[tuple[_Word, bool]] = []  # (word, directly after an option)
     after_option = only_operands = False
@@ -1363,21 +1528,21 @@ def _subcommand_reason(rule: SubcommandRule, found: _Command, arm: str) -> str:
             after_option = False
     if not operands:
         if found.appended_input:
-            return f"{rule.binary} fed by {found.launched_by}: its subcommand would come from the input, so it {refusal}"
+            return (
+                f"{binary} run by {found.launched_by} would take its subcommand from the input: {excluded}. "
+                "Write the subcommand literally."
+            )
         return ""
     first, follows_option = operands[0]
     if first.literal is None:
-        return (
-            f"the {rule.binary} subcommand `{first.text}` {first.dynamic}; write the subcommand "
-            f"literally (the subcommands {denied} are excluded in arm '{arm}')"
-        )
+        return f"the {binary} subcommand `{first.text}` {first.dynamic}; write it literally ({excluded})."
     if first.literal in rule.deny:
-        return f"`{rule.binary} {first.literal}` {refusal}."
+        return f"`{binary} {first.literal}` is not available: {excluded}."
     if follows_option and len(operands) > 1 and operands[1][0].literal in rule.deny:
         second = operands[1][0].literal
         return (
-            f"`{rule.binary} ... {second}` may run the excluded subcommand {second} (the word before it "
-            f"could be an option's value); {refusal}. Put options after the subcommand."
+            f"`{binary} ... {second}` may run the subcommand {second}, because the word before it could be "
+            f"an option's value: {excluded}. Put options after the subcommand."
         )
     return ""
 

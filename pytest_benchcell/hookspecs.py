@@ -14,7 +14,8 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .environment import Environment, TrialInfo
+    from .config import Bench
+    from .environment import Environment, Probe, TrialInfo
     from .scripted import Step
 
 hookspec = pluggy.HookspecMarker("pytest")
@@ -50,6 +51,38 @@ def pytest_benchcell_teardown(trial: TrialInfo, environment: Environment | None)
 
 
 @hookspec(firstresult=True)
+def pytest_benchcell_ready(trial: TrialInfo, environment: Environment) -> bool | None:
+    """Is the freshly seeded environment visible to an independent reader yet?
+
+    Polled after provisioning (every 0.5 s) until it returns True, for at most [bench]
+    ready_timeout_ms; a timeout records the trial as `error` (a slow host is never an agent
+    failure). Return None (or do not implement it) when there is nothing to wait for.
+
+    Example::
+
+        def pytest_benchcell_ready(trial, environment):
+            return search_index_has(environment.data, "Fix crash on startup")
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_benchcell_probe(bench: Bench) -> Probe | None:
+    """Probe the system under test once per session, before trials are planned.
+
+    The verdict is recorded on every sample of the sitting; `drop` removes tasks from the
+    selection and `swap` replaces a task by a variant (for example a self-review task by a
+    comment-review task on a host that forbids approving your own pull request).
+
+    Example::
+
+        def pytest_benchcell_probe(bench):
+            allowed = host_allows_self_approval()
+            return Probe(verdict={"self_review": allowed},
+                         swap={} if allowed else {"approve-pr": "comment-pr"})
+    """
+
+
+@hookspec(firstresult=True)
 def pytest_benchcell_snapshot(trial: TrialInfo, environment: Environment) -> Any:
     """Return the environment's end state as JSON-like data (dicts, lists, strings, numbers).
 
@@ -64,14 +97,49 @@ def pytest_benchcell_snapshot(trial: TrialInfo, environment: Environment) -> Any
 
 
 @hookspec(firstresult=True)
-def pytest_benchcell_check_state(trial: TrialInfo, environment: Environment, snapshot: Any) -> Sequence[str] | None:
-    """Compare the end state with the one the task expects; return the differences ([] = pass).
+def pytest_benchcell_expected_state(trial: TrialInfo, environment: Environment | None, ground_truth: Any) -> Any:
+    """The end state the task expects, when bench.toml's `changes` cannot express it.
+
+    `ground_truth` is the snapshot taken after provisioning, before the agent ran. Without this
+    hook the expected state is the ground truth with the task's declared `changes` applied.
+    `environment` is None when stored samples are re-scored (--bench-rescore).
 
     Example::
 
-        def pytest_benchcell_check_state(trial, environment, snapshot):
-            expected = expected_state(trial.task)
-            return checker.diff_states(expected, snapshot)
+        def pytest_benchcell_expected_state(trial, environment, ground_truth):
+            if trial.task == "create-issue":
+                return {**ground_truth, "issues": ground_truth["issues"] + [NEW_ISSUE]}
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_benchcell_check_state(
+    trial: TrialInfo, environment: Environment | None, snapshot: Any, expected: Any
+) -> Sequence[str] | None:
+    """Compare the end state with the expected one yourself; return the differences ([] = pass).
+
+    Without this hook the built-in full-state diff (checker.diff_states with the [checker]
+    policy) is used. `environment` is None when stored samples are re-scored.
+
+    Example::
+
+        def pytest_benchcell_check_state(trial, environment, snapshot, expected):
+            return my_diff(expected, snapshot)
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_benchcell_score(
+    trial: TrialInfo, answer: str, ground_truth: Any, snapshot: Any
+) -> Sequence[str] | None:
+    """Score a task entirely yourself: return its differences ([] = pass), or None to let the
+    built-in checker (facts, then state) decide. Also used by --bench-rescore.
+
+    Example::
+
+        def pytest_benchcell_score(trial, answer, ground_truth, snapshot):
+            if trial.task == "summarize":
+                return [] if len(answer.split()) <= 50 else ["summary longer than 50 words"]
     """
 
 

@@ -76,6 +76,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="N", help="run only the trials each cell needs to reach N scored samples (default N: the floor)")
     group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
+    group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
+                    help="score the stored samples of the selected cells again with the current checker (no trials, "
+                         "no model calls); changed verdicts are appended as rescore records")
     group.addoption("--bench-scripted", action="store_true", default=False, dest="bench_scripted",
                     help="play the bench's scripted model on 127.0.0.1 instead of a real model (no tokens spent)")  # fmt: skip
 
@@ -99,7 +102,12 @@ def _load(config: pytest.Config) -> Bench:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchcell: one trial of a benchmark cell (added by pytest-benchcell)")
-    if not _bench_requested(config) or config.option.help:
+    if config.option.help:
+        return
+    if config.option.bench_rescore:
+        config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
+        return
+    if not _bench_requested(config):
         return
     state = _plan_sitting(config)
     config.stash[SITTING_KEY] = state
@@ -124,6 +132,10 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         raise pytest.UsageError(f"{bench.path}: {exc}") from None
     if option.bench_fill is not None and option.bench_trials is not None:
         raise pytest.UsageError("--bench-fill and --bench-trials exclude each other: fill decides the trials per cell")
+    worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
+    probe = worker_plan["probe"] if worker_plan else _run_probe(config, bench)
+    if probe is not None:
+        tasks = _apply_probe(bench, tasks, probe)
     model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
     collect_only = bool(option.collectonly)
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
@@ -131,7 +143,6 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     store_root = Path(option.bench_store).resolve() if option.bench_store else bench.store
     store = Store(store_root)
     cells = [(arm, task) for arm in arms for task in tasks]
-    worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     try:
         if worker_plan is not None:
@@ -161,6 +172,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         wall_clock_ms=option.bench_wall_clock_ms or bench.wall_clock_ms,
         reserved=not collect_only,
         budget=option.bench_budget,
+        probe=probe,
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
     if option.bench_fill is not None:
@@ -168,6 +180,32 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     for arm, task in cells:
         state.tallies[(arm, task)] = CellTally(arm=arm, task=task, scored_before=scored[(arm, task)])
     return state
+
+
+def _run_probe(config: pytest.Config, bench: Bench) -> dict[str, Any] | None:
+    """Run the bench's capability probe once per session (on the controller under xdist)."""
+    try:
+        probe = config.hook.pytest_benchcell_probe(bench=bench)
+    except Exception as exc:  # noqa: BLE001 - a crashing probe must stop the sitting with its reason
+        raise pytest.UsageError(f"pytest_benchcell_probe raised {type(exc).__name__}: {exc}") from exc
+    if probe is None:
+        return None
+    return {"verdict": dict(probe.verdict), "drop": list(probe.drop), "swap": dict(probe.swap)}
+
+
+def _apply_probe(bench: Bench, tasks: list[str], probe: dict[str, Any]) -> list[str]:
+    for task_id in [*probe["drop"], *probe["swap"], *probe["swap"].values()]:
+        if task_id not in bench.tasks:
+            raise pytest.UsageError(
+                f"pytest_benchcell_probe names task {task_id!r}, which {bench.path} does not declare; "
+                f"valid tasks: {', '.join(bench.tasks)}"
+            )
+    chosen: list[str] = []
+    for task_id in tasks:
+        task_id = probe["swap"].get(task_id, task_id)
+        if task_id not in probe["drop"] and task_id not in chosen:
+            chosen.append(task_id)
+    return chosen
 
 
 def _trials_wanted(option: Any, bench: Bench, scored: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
@@ -191,7 +229,11 @@ class _XdistBridge:
         self.state = state
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[WORKER_PLAN_KEY] = {"sitting": self.state.sitting_id, "numbers": self.state.extra["numbers"]}
+        node.workerinput[WORKER_PLAN_KEY] = {
+            "sitting": self.state.sitting_id,
+            "numbers": self.state.extra["numbers"],
+            "probe": self.state.probe,
+        }
 
 
 class BenchFile(pytest.File):
@@ -224,6 +266,9 @@ class TrialItem(pytest.Item):
         from .trial import TrialSpec, run_trial  # the SDK is imported only when a trial runs
 
         state = self.config.stash[SITTING_KEY]
+        task = state.bench.tasks[self.planned.task]
+        if not task.applies_to(self.planned.arm):
+            pytest.skip(f"not applicable: task {task.id} is only for arms {', '.join(task.arms)}")
         if state.budget is not None:
             cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
             spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights)
@@ -239,6 +284,7 @@ class TrialItem(pytest.Item):
             turn_cap=state.turn_cap,
             wall_clock_ms=state.wall_clock_ms,
             store=state.store,
+            probe=state.probe["verdict"] if state.probe else None,
         )
         sample = run_trial(spec, self.ihook)
         # user_properties travel with the report, also from xdist workers to the controller.
@@ -281,6 +327,7 @@ class SittingPlugin:
         return [
             f"benchcell: bench {state.bench.name} ({state.bench.path}), {state.bench.model} ({state.model_kind} model)",
             f"benchcell: store {state.store.root / state.model_kind}, sitting {state.sitting_id}",
+            *([f"benchcell: probe verdict {state.probe['verdict']}"] if state.probe else []),
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -351,3 +398,54 @@ class SittingPlugin:
 
 def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+class OffloadPlugin:
+    """Base for modes that run no trials (rescore, report): nothing is collected, and pytest's
+    "no tests collected" is success for them."""
+
+    def __init__(self, config: pytest.Config, bench: Bench) -> None:
+        self.config = config
+        self.bench = bench
+        self.lines: list[str] = []
+
+    def selected_cells(self, model_kind: str) -> list[Cell]:
+        option = self.config.option
+        try:
+            arms = resolve_selection(option.bench_arm or ["all"], self.bench.arms, kind="arm", option="--bench-arm")
+            tasks = resolve_selection(option.bench_task or ["all"], self.bench.tasks, kind="task", option="--bench-task")
+        except BenchConfigError as exc:
+            raise pytest.UsageError(f"{self.bench.path}: {exc}") from None
+        return [Cell(model_kind, arm, task) for arm in arms for task in tasks]
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool:
+        return True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
+
+
+class RescorePlugin(OffloadPlugin):
+    """--bench-rescore: new verdicts for stored samples from the current checker."""
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .rescore import rescore_cells  # imports the trial machinery, not the SDK itself
+
+        option = self.config.option
+        model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
+        store = Store(Path(option.bench_store).resolve() if option.bench_store else self.bench.store)
+        cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
+        tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
+        self.lines = [
+            f"re-scored {tally.checked} stored samples in {len(cells)} cells of {store.root / model_kind}: "
+            f"{len(tally.changed)} verdicts changed (appended as rescore records)",
+            *(f"    {line}" for line in tally.changed),
+            *(f"    skipped {line}" for line in tally.skipped),
+        ]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_sep("=", "benchcell rescore")
+        for line in self.lines:
+            terminalreporter.write_line(line)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -17,7 +17,9 @@ SCHEMA_VERSION = 1
 STATUS_SCORED = "scored"  # the agent ran and was scored: outcome says how it went
 STATUS_INVALID = "invalid"  # a tool outside the arm actually ran: kept, never scored
 STATUS_ERROR = "error"  # the harness failed (provisioning, API error, hook crash): not the agent's fault
-STATUSES = (STATUS_SCORED, STATUS_INVALID, STATUS_ERROR)
+STATUS_RESCORE = "rescore"  # not a trial: a later verdict for the sample named in rescore_of
+STATUSES = (STATUS_SCORED, STATUS_INVALID, STATUS_ERROR, STATUS_RESCORE)
+RECORD_RESCORE = "rescore"
 
 # outcome of a scored trial.
 OUTCOME_PASS = "pass"
@@ -85,3 +87,27 @@ def new_sample_id() -> str:
 def utc_now_iso() -> str:
     now = _dt.datetime.now(_dt.timezone.utc)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def effective_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One cell's trial samples with the latest rescore of each applied over its verdict.
+
+    Rescore records are appended after their originals (--bench-rescore); they carry a new
+    outcome, reason and differences for the sample named in `rescore_of`, and nothing else. The
+    result holds only trial samples, in store order, each marked `rescored: true` when overridden.
+    """
+    originals: list[dict[str, Any]] = []
+    latest: dict[str, Mapping[str, Any]] = {}
+    for sample in samples:
+        if sample.get("status") == STATUS_RESCORE:
+            latest[str(sample.get("rescore_of"))] = sample
+        else:
+            originals.append(dict(sample))
+    for sample in originals:
+        override = latest.get(str(sample.get("id")))
+        if override is not None:
+            sample["outcome"] = override.get("outcome")
+            sample["reason"] = override.get("reason", "")
+            sample["score"] = override.get("score", {})
+            sample["rescored"] = True
+    return originals

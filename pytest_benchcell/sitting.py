@@ -141,5 +141,6 @@ class SittingState:
     wall_clock_ms: int
     reserved: bool  # False for --collect-only: numbers are a preview, nothing was written
     budget: int | None = None  # cost-equivalent tokens; no new trial starts once spent
+    probe: dict[str, Any] | None = None  # {"verdict", "drop", "swap"} from pytest_benchcell_probe
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import __version__, checker, guard
-from .agent import AgentRequest, AgentResult, run_agent, sdk_versions
+from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .audit import find_leaks
-from .config import Arm, Bench, BenchConfigError, fill_placeholders
+from .hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .environment import Environment, TrialInfo
 from .sample import (
     MODEL_SCRIPTED,
@@ -43,6 +46,8 @@ from .sample import (
 from .store import Store
 
 TOOL_OUTPUT_LIMIT = 4000  # characters of each tool result kept in the sample
+STATE_LIMIT = 256 * 1024  # characters of JSON per stored state snapshot (kept for --bench-rescore)
+READY_POLL_S = 0.5
 REDACTED = "[redacted]"
 # Credentials of the harness itself: never stored, whatever a bench declares.
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -60,6 +65,7 @@ class TrialSpec:
     turn_cap: int
     wall_clock_ms: int
     store: Store
+    probe: Mapping[str, Any] | None = None  # the session's capability-probe verdict, if any
 
 
 class HarnessError(Exception):
@@ -69,10 +75,13 @@ class HarnessError(Exception):
 AgentRunner = Callable[[AgentRequest], AgentResult]
 
 
-def arm_rules(arm: Arm) -> guard.ArmRules:
+def arm_rules(arm: Arm, *, for_guard: bool = False) -> guard.ArmRules:
+    """The arm's rules as declared; the in-band guard also lets `guard_exempt` through (a
+    deliberate hole for testing that the independent audit catches what the guard let pass)."""
+    binaries = set(arm.binaries) | (set(arm.guard_exempt) if for_guard else set())
     return guard.ArmRules(
         arm=arm.name,
-        binaries=frozenset(arm.binaries),
+        binaries=frozenset(binaries),
         builtin_tools=frozenset(arm.tools),
         mcp_servers=frozenset(server.name for server in arm.mcp_servers),
         subcommand_rules=tuple(
@@ -126,7 +135,7 @@ def run_trial(spec: TrialSpec, hooks: Any, *, agent_runner: AgentRunner = run_ag
         shutil.rmtree(workdir, ignore_errors=True)
     sample["ended_at"] = utc_now_iso()
     _call_hook(hooks.pytest_benchcell_update_sample, trial=info, sample=sample)
-    secrets = _secrets(bench, environment)
+    secrets = _secrets(bench, bench.arms[spec.arm], environment)
     recorded = redact(sample, secrets)
     spec.store.write_definitions(recorded["provenance"]["fingerprint"], bench.definitions(spec.arm, spec.task))
     spec.store.append(recorded)
@@ -172,6 +181,8 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
         "tool_calls": [],
         "leaks": [],
         "score": {"differences": []},
+        "state": None,
+        "probe": dict(spec.probe) if spec.probe is not None else None,
         "bounds": {"turn_cap": spec.turn_cap, "wall_clock_ms": spec.wall_clock_ms},
         "provenance": {
             "plugin": __version__,
@@ -235,7 +246,11 @@ def _run_and_score(
             CLAUDE_CODE_OAUTH_TOKEN="",
             CLAUDE_CODE_MAX_RETRIES="1",
         )
+    _wait_until_ready(hooks, info, environment, bench.ready_timeout_ms)
+    ground_truth = _snapshot(hooks, info, environment) if task.check_state else None
     rules = arm_rules(arm)
+    remove = removed_variables(os.environ, declared=env)
+    launcher = cli_wrapper(workdir / "claude-launcher", bundled_cli(), remove)
     request = AgentRequest(
         model=bench.model,
         system_prompt=system_prompt,
@@ -246,7 +261,8 @@ def _run_and_score(
         env=env,
         tools=arm.tools,
         mcp_servers=mcp_servers,
-        guard=decide_with(rules),
+        guard=decide_with(arm_rules(arm, for_guard=True)),
+        cli_path=launcher,
     )
     try:
         result = agent_runner(request)
@@ -254,16 +270,19 @@ def _run_and_score(
         if scripted_model is not None:
             scripted_model.stop()
     _fill_measurements(sample, result)
-    _score(spec, hooks, info, environment, sample, result, rules)
+    _score(spec, hooks, info, environment, sample, result, rules, ground_truth)
 
 
 def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where: str) -> dict[str, str]:
-    """The variables layered over the harness's environment for the CLI and the agent's tools."""
+    """The variables the CLI and the agent's tools get on top of the few inherited ones kept."""
     (workdir / "claude-config").mkdir()
     (workdir / "home").mkdir()
-    no_proxy = ",".join(
-        part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part
-    )
+    no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
+    search_path = os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
+    try:
+        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *arm.guard_exempt), guard.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
+    except HygieneError as exc:
+        raise HarnessError(f"{where}: {exc}") from exc
     env = {
         # An isolated config dir per trial: no user settings, skills, CLAUDE.md or MCP servers leak
         # into an arm, and nothing is written into the user's ~/.claude.
@@ -275,7 +294,8 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where
         "DISABLE_ERROR_REPORTING": "1",
         "NO_PROXY": no_proxy,
         "no_proxy": no_proxy,
-        "PATH": os.pathsep.join([*arm.path, os.environ.get("PATH", "")]),
+        "PATH": str(bin_dir),
+        "SHELL": "/bin/bash",
     }
     for key, value in arm.env.items():
         env[key] = fill_placeholders(value, values, where=where)
@@ -332,9 +352,17 @@ def _score(
     sample: dict[str, Any],
     result: AgentResult,
     rules: guard.ArmRules,
+    ground_truth: Any,
 ) -> None:
     task = spec.bench.tasks[spec.task]
-    leaks = find_leaks(result.transcript, result.denied_ids, decide_with(rules))
+    arm = spec.bench.arms[spec.arm]
+    servers = tuple(f"mcp__{server.name}__" for server in arm.mcp_servers)
+    leaks = find_leaks(
+        result.transcript,
+        result.denied_ids,
+        decide_with(rules),
+        provided=lambda tool: tool in arm.tools or tool.startswith(servers),
+    )
     if leaks:
         sample["leaks"] = leaks
         more = f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""
@@ -353,14 +381,14 @@ def _score(
     if result.subtype != "success":
         _mark(sample, STATUS_ERROR, None, f"the agent run ended without a result (subtype {result.subtype})")
         return
-    differences = checker.check_answer(
-        result.final_answer,
-        [checker.fact_from_config(fact) for fact in task.required_facts],
-        [checker.fact_from_config(fact) for fact in task.forbidden_facts],
-    )
-    if task.check_state:
-        differences += _state_differences(hooks, info, environment)
-    sample["score"] = {"differences": differences}
+    after = _snapshot(hooks, info, environment) if task.check_state else None
+    sample["state"] = bounded_state(ground_truth, after)
+    differences = differences_for(spec.bench, task, hooks, info, environment, result.final_answer, ground_truth, after)
+    apply_verdict(sample, differences)
+
+
+def apply_verdict(sample: dict[str, Any], differences: Sequence[str]) -> None:
+    sample["score"] = {"differences": list(differences)}
     if differences:
         more = f" (+{len(differences) - 1} more)" if len(differences) > 1 else ""
         _mark(sample, STATUS_SCORED, OUTCOME_INCORRECT, f"{differences[0]}{more}")
@@ -368,26 +396,94 @@ def _score(
         _mark(sample, STATUS_SCORED, OUTCOME_PASS, "")
 
 
-def _state_differences(hooks: Any, info: TrialInfo, environment: Environment) -> list[str]:
+def differences_for(
+    bench: Bench,
+    task: Task,
+    hooks: Any,
+    info: TrialInfo,
+    environment: Environment | None,
+    answer: str,
+    ground_truth: Any,
+    after: Any,
+) -> list[str]:
+    """The checker's verdict as differences ([] = pass). Pure but for the bench's own hooks, so
+    --bench-rescore reaches exactly the verdict a live trial would with the same inputs."""
+    override = _call_hook(hooks.pytest_benchcell_score, trial=info, answer=answer, ground_truth=ground_truth, snapshot=after)
+    if override is not None:
+        return [str(line) for line in override]
+    differences = checker.check_answer(
+        answer,
+        [checker.fact_from_config(fact) for fact in task.required_facts],
+        [checker.fact_from_config(fact) for fact in task.forbidden_facts],
+    )
+    if task.check_state:
+        expected = _call_hook(
+            hooks.pytest_benchcell_expected_state, trial=info, environment=environment, ground_truth=ground_truth
+        )
+        if expected is None:
+            try:
+                expected = checker.apply_changes(ground_truth, task.changes)
+            except ValueError as exc:
+                raise HarnessError(f"{bench.path}: [tasks.{task.id}] changes: {exc}") from exc
+        custom = _call_hook(
+            hooks.pytest_benchcell_check_state, trial=info, environment=environment, snapshot=after, expected=expected
+        )
+        if custom is not None:
+            differences += [str(line) for line in custom]
+        else:
+            differences += checker.diff_states(expected, after, checker.StatePolicy(**bench.state_policy))
+    return differences
+
+
+def bounded_state(before: Any, after: Any) -> dict[str, Any] | None:
+    """The ground truth and end state, kept for re-scoring when they are small enough."""
+    if before is None and after is None:
+        return None
+    state = {"before": before, "after": after}
+    size = len(json.dumps(state, ensure_ascii=False, default=str))
+    if size > STATE_LIMIT:
+        return {"omitted": f"{size} characters of JSON, over the {STATE_LIMIT} limit"}
+    return state
+
+
+def _snapshot(hooks: Any, info: TrialInfo, environment: Environment) -> Any:
     snapshot = _call_hook(hooks.pytest_benchcell_snapshot, trial=info, environment=environment)
     if snapshot is None:
         raise HarnessError(
             f"task {info.task!r} has check_state = true but no pytest_benchcell_snapshot hook returned a state"
         )
-    differences = _call_hook(hooks.pytest_benchcell_check_state, trial=info, environment=environment, snapshot=snapshot)
-    if differences is None:
-        raise HarnessError(
-            f"task {info.task!r} has check_state = true but no pytest_benchcell_check_state hook answered"
-        )
-    return [str(line) for line in differences]
+    return snapshot
 
 
-def _secrets(bench: Bench, environment: Environment | None) -> list[str]:
+def _wait_until_ready(hooks: Any, info: TrialInfo, environment: Environment, timeout_ms: int) -> None:
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        ready = _call_hook(hooks.pytest_benchcell_ready, trial=info, environment=environment)
+        if ready is None or ready:
+            return
+        if time.monotonic() >= deadline:
+            raise HarnessError(f"the environment was not ready after {timeout_ms} ms (pytest_benchcell_ready)")
+        time.sleep(READY_POLL_S)
+
+
+CREDENTIAL_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|AUTH|CREDENTIAL|PRIVATE", re.IGNORECASE)
+
+
+def _secrets(bench: Bench, arm: Arm, environment: Environment | None) -> list[str]:
+    """Every value that must never reach the store: the harness's credentials, what the bench
+    marks secret, and each credential-like variable the arm receives."""
     names = (*CREDENTIAL_VARIABLES, *bench.secrets)
     values = [os.environ.get(name, "") for name in names]
     if environment is not None:
-        values += list(environment.secrets)
+        values += [str(value) for value in environment.secrets]
         values += [str(environment.values[name]) for name in bench.secrets if name in environment.values]
+        placeholders = {str(k): str(v) for k, v in environment.values.items()}
+        for name, template in arm.env.items():
+            if CREDENTIAL_NAME.search(name) or name in bench.secrets:
+                try:
+                    values.append(fill_placeholders(template, placeholders, where=name))
+                except BenchConfigError:
+                    continue
     # Very short values would redact ordinary words; a secret that short is no secret.
     return sorted({value for value in values if len(value) >= 6}, key=len, reverse=True)
 

@@ -95,8 +95,8 @@ def test_wall_clock_backstop_makes_a_hung_trial_and_leaves_no_cli_behind(pyteste
     result.stdout.fnmatch_lines(["FAILED bench.toml::shell-stall-t1 - hung: wall-clock backstop of 3000 ms reached"])
     (sample,) = samples(pytester, "shell", "stall")
     assert (sample["status"], sample["outcome"]) == ("scored", "hung")
-    assert 3000 <= sample["duration_ms"] < 6000
-    assert elapsed < 10  # no 5 s wait for the CLI on top of the backstop
+    assert 3000 <= sample["duration_ms"] < 7500  # the SDK's 5 s exit wait would make it >= 8000
+    assert elapsed < 20  # the whole sitting, CLI start-up included
     assert claude_children() == []
 
 

@@ -1,0 +1,105 @@
+"""Re-score stored samples with the current checker, without any model call.
+
+Samples keep the final answer and a bounded snapshot of the ground truth and end state, so after a
+checker fix (or a corrected fact in bench.toml) their verdicts can be computed again. Nothing is
+rewritten: a changed verdict is appended as a new `rescore` record that points at the original
+(`rescore_of`); readers apply the latest rescore of a sample over its original verdict
+(sample.effective_samples). Only checker verdicts (pass, incorrect) are re-scored: confused and
+hung are bounds, invalid and error were never scored.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Bench
+from .environment import TrialInfo
+from .sample import (
+    OUTCOME_INCORRECT,
+    OUTCOME_PASS,
+    RECORD_RESCORE,
+    SCHEMA_VERSION,
+    STATUS_RESCORE,
+    STATUS_SCORED,
+    effective_samples,
+    new_sample_id,
+    utc_now_iso,
+)
+from .store import Cell, Store
+from .trial import HarnessError, differences_for
+
+
+@dataclass
+class RescoreTally:
+    checked: int = 0
+    changed: list[str] = field(default_factory=list)  # one line per flipped or changed verdict
+    skipped: list[str] = field(default_factory=list)  # why a sample could not be re-scored
+
+
+def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, sitting: str) -> RescoreTally:
+    tally = RescoreTally()
+    with tempfile.TemporaryDirectory(prefix="benchcell-rescore-") as scratch:
+        for cell in cells:
+            task = bench.tasks.get(cell.task)
+            if task is None:
+                tally.skipped.append(f"{cell}: task {cell.task!r} is no longer in {bench.path.name}")
+                continue
+            for sample in effective_samples(store.read_cell(cell).samples):
+                if sample.get("status") != STATUS_SCORED or sample.get("outcome") not in (OUTCOME_PASS, OUTCOME_INCORRECT):
+                    continue
+                _rescore_one(bench, store, cell, sample, hooks, Path(scratch), sitting, tally)
+    return tally
+
+
+def _rescore_one(
+    bench: Bench, store: Store, cell: Cell, sample: dict[str, Any], hooks: Any, scratch: Path, sitting: str,
+    tally: RescoreTally,
+) -> None:  # fmt: skip
+    task = bench.tasks[cell.task]
+    label = f"{cell.arm}-{cell.task}-t{sample.get('trial')}"
+    state = sample.get("state") or {}
+    if task.check_state and ("before" not in state or "after" not in state):
+        tally.skipped.append(f"{label}: no stored state snapshot to re-score the end state against")
+        return
+    info = TrialInfo(
+        arm=cell.arm, task=cell.task, tier=task.tier, trial=int(sample["trial"]), model_kind=cell.model_kind,
+        workdir=scratch, agent_cwd=scratch,
+    )  # fmt: skip
+    tally.checked += 1
+    try:
+        differences = differences_for(
+            bench, task, hooks, info, None, sample.get("final_answer", ""), state.get("before"), state.get("after")
+        )
+    except HarnessError as exc:
+        tally.skipped.append(f"{label}: {exc}")
+        return
+    outcome = OUTCOME_INCORRECT if differences else OUTCOME_PASS
+    if outcome == sample["outcome"] and differences == sample.get("score", {}).get("differences", []):
+        return
+    reason = differences[0] if differences else ""
+    store.append(
+        {
+            "schema": SCHEMA_VERSION,
+            "id": new_sample_id(),
+            "record": RECORD_RESCORE,
+            "rescore_of": sample["id"],
+            "sitting": sitting,
+            "arm": cell.arm,
+            "task": cell.task,
+            "tier": task.tier,
+            "trial": sample["trial"],
+            "model_kind": cell.model_kind,
+            "status": STATUS_RESCORE,
+            "outcome": outcome,
+            "reason": reason,
+            "score": {"differences": differences},
+            "previous": {"outcome": sample["outcome"], "reason": sample.get("reason", "")},
+            "rescored_at": utc_now_iso(),
+            "provenance": {"plugin": __version__, "fingerprint": bench.fingerprint(cell.arm, cell.task)},
+        }
+    )
+    tally.changed.append(f"{label}: {sample['outcome']} -> {outcome}" + (f" ({reason})" if reason else ""))

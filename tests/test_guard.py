@@ -1,0 +1,344 @@
+"""Tests for pytest_benchcell.guard: the corpora in tests/data plus focused checks."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_benchcell.guard import (
+    HARMLESS_UTILITIES,
+    LAUNCHERS,
+    SHELL_BUILTINS_ALLOWED,
+    ArmRules,
+    Decision,
+    GuardParseError,
+    SubcommandRule,
+    check_bash_command,
+    check_tool_call,
+    commands_in,
+)
+
+DATA = Path(__file__).parent / "data"
+
+CLI = ArmRules(
+    arm="cli",
+    binaries=frozenset({"tracker"}),
+    builtin_tools=frozenset({"Bash"}),
+    mcp_servers=frozenset(),
+    subcommand_rules=(SubcommandRule("tracker", ("admin",)),),
+)
+ARMS: dict[str, ArmRules] = {
+    "cli": CLI,
+    "launchers": ArmRules(
+        arm="launchers",
+        binaries=frozenset({"tracker"}) | LAUNCHERS,
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        subcommand_rules=(SubcommandRule("tracker", ("admin",)),),
+    ),
+    "tea": ArmRules(
+        arm="tea",
+        binaries=frozenset({"tea"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        subcommand_rules=(SubcommandRule("tea", ("api",)),),
+    ),
+    "raw": ArmRules(
+        arm="raw", binaries=frozenset({"curl"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset()
+    ),
+    "mcp": ArmRules(
+        arm="mcp", binaries=frozenset(), builtin_tools=frozenset(), mcp_servers=frozenset({"tracker"})
+    ),
+}
+
+
+def load_cases(name: str) -> list[Any]:
+    with (DATA / name).open("rb") as handle:
+        cases = tomllib.load(handle)["case"]
+    params = []
+    for case in cases:
+        case_id = case.get("id") or f"{case.get('arm', 'cli')}: {case['command']}"
+        params.append(pytest.param(case, id=case_id.replace("\n", "\\n")[:90]))
+    return params
+
+
+EVASIONS = load_cases("guard_evasions.toml")
+LEGITIMATE = load_cases("guard_legitimate.toml")
+
+
+def test_corpora_are_large_enough() -> None:
+    assert len(EVASIONS) >= 60
+    assert len(LEGITIMATE) >= 30
+    for param in EVASIONS + LEGITIMATE:
+        case = param.values[0]
+        assert case["command"] and case["why"], case
+        assert case.get("arm", "cli") in ARMS, case
+
+
+@pytest.mark.parametrize("case", EVASIONS)
+def test_evasion_is_refused(case: dict[str, Any]) -> None:
+    rules = ARMS[case.get("arm", "cli")]
+    decision = check_bash_command(case["command"], rules)
+    assert not decision.allowed, f"allowed, but must be refused: {case['why']}"
+    assert decision.reason.strip(), "a refusal needs a reason the agent can act on"
+    for fragment in case.get("reason_has", []):
+        assert fragment in decision.reason
+    # The same decision through the tool-call entry point.
+    via_tool = check_tool_call("Bash", {"command": case["command"]}, rules)
+    assert via_tool == decision
+
+
+@pytest.mark.parametrize("case", LEGITIMATE)
+def test_legitimate_command_is_allowed(case: dict[str, Any]) -> None:
+    rules = ARMS[case.get("arm", "cli")]
+    decision = check_bash_command(case["command"], rules)
+    assert decision == Decision(True, ""), f"refused ({decision.reason}) but legitimate: {case['why']}"
+
+
+# --- check_tool_call ------------------------------------------------------------------------
+
+
+def test_builtin_tools_need_declaring() -> None:
+    assert not check_tool_call("Read", {"file_path": "/etc/passwd"}, CLI).allowed
+    with_read = ArmRules("cli", CLI.binaries, frozenset({"Bash", "Read"}), frozenset())
+    assert check_tool_call("Read", {"file_path": "x"}, with_read).allowed
+    for tool in ("Write", "Edit", "Glob", "Grep", "WebFetch", "WebSearch", "Task", "Agent", "NotebookEdit",
+                 "TodoWrite", "Skill"):  # fmt: skip
+        decision = check_tool_call(tool, {}, with_read)
+        assert not decision.allowed
+        assert tool in decision.reason and "'cli'" in decision.reason
+        assert "Read" in decision.reason  # it says what the arm may use instead
+
+
+def test_bash_companions_come_with_bash() -> None:
+    assert check_tool_call("BashOutput", {"bash_id": "1"}, CLI).allowed
+    assert check_tool_call("KillShell", {"shell_id": "1"}, CLI).allowed
+    assert not check_tool_call("BashOutput", {"bash_id": "1"}, ARMS["mcp"]).allowed
+
+
+def test_mcp_tools_need_their_server() -> None:
+    mcp = ARMS["mcp"]
+    assert check_tool_call("mcp__tracker__list_issues", {}, mcp).allowed
+    assert not check_tool_call("mcp__other__list_issues", {}, mcp).allowed
+    assert not check_tool_call("mcp__tracker__list_issues", {}, CLI).allowed
+    assert not check_tool_call("mcp__trackerx__list", {}, mcp).allowed  # prefix of a server name
+
+
+def test_mcp_server_names_with_underscores() -> None:
+    rules = ArmRules("m", frozenset(), frozenset(), frozenset({"my_server"}))
+    assert check_tool_call("mcp__my_server__do_it", {}, rules).allowed
+    assert not check_tool_call("mcp__my__server__do_it", {}, rules).allowed
+
+
+def test_mcp_only_arm_has_no_shell() -> None:
+    decision = check_tool_call("Bash", {"command": "echo hi"}, ARMS["mcp"])
+    assert not decision.allowed
+    assert "no shell" in decision.reason
+    assert "mcp__tracker__*" in decision.reason
+
+
+def test_bash_without_a_command_string_is_refused() -> None:
+    assert not check_tool_call("Bash", {}, CLI).allowed
+    assert not check_tool_call("Bash", {"command": 3}, CLI).allowed
+
+
+# --- reasons --------------------------------------------------------------------------------
+
+
+def test_reason_names_the_program_the_arm_and_the_alternatives() -> None:
+    reason = check_bash_command("tracker list | curl -d @- http://x", CLI).reason
+    assert reason.startswith("curl is not available in arm 'cli': this arm may run tracker and common text utilities (")
+    assert "jq" in reason and "grep" in reason
+
+
+def test_reason_for_path_qualified_own_binary_says_call_it_by_name() -> None:
+    decision = check_bash_command("/usr/local/bin/tracker list", CLI)
+    assert not decision.allowed
+    assert "call programs by name" in decision.reason and "`tracker ...`" in decision.reason
+    assert not check_bash_command("./tracker list", CLI).allowed
+
+
+def test_reason_for_a_variable_program_name() -> None:
+    reason = check_bash_command('"$tool" list', CLI).reason
+    assert "$tool" in reason and "literally" in reason
+
+
+def test_reason_for_unparsable_input_is_actionable() -> None:
+    reason = check_bash_command("case $x in a) tracker list;; esac", CLI).reason
+    assert reason.startswith("could not parse this command")
+    assert "if/elif" in reason
+    assert "[ ... ]" in check_bash_command("[[ -n $x ]] && tracker list", CLI).reason
+
+
+def test_reason_for_a_wrapped_command_names_its_launcher() -> None:
+    reason = check_bash_command("timeout 5 curl http://x", ARMS["launchers"]).reason
+    assert reason.startswith("curl (started by timeout) is not available in arm 'launchers'")
+
+
+# --- subcommand rules -----------------------------------------------------------------------
+
+
+def test_subcommand_rule() -> None:
+    assert not check_bash_command("tracker admin reset", CLI).allowed
+    assert check_bash_command("tracker list --query admin", CLI).allowed
+    assert check_bash_command("tracker -- list admin", CLI).allowed
+    assert not check_bash_command("tracker -- admin", CLI).allowed
+    assert not check_bash_command("tracker --verbose=2 admin", CLI).allowed
+    reason = check_bash_command("tracker admin", CLI).reason
+    assert "`tracker admin`" in reason and "excluded" in reason
+
+
+def test_subcommand_rule_applies_only_to_its_binary() -> None:
+    rules = ArmRules("two", frozenset({"tracker", "tea"}), frozenset({"Bash"}), frozenset(),
+                     (SubcommandRule("tea", ("api",)),))  # fmt: skip
+    assert check_bash_command("tracker api", rules).allowed
+    assert not check_bash_command("tea api /x", rules).allowed
+
+
+# --- arm configuration ----------------------------------------------------------------------
+
+
+def test_harmless_set_is_per_arm() -> None:
+    strict = ArmRules("strict", frozenset({"tracker"}), frozenset({"Bash"}), frozenset(), harmless=frozenset())
+    assert not check_bash_command("tracker list | jq .", strict).allowed
+    assert check_bash_command("tracker list && echo done", strict).allowed  # echo is a builtin
+    assert check_bash_command("tracker list | jq .", CLI).allowed
+
+
+def test_documented_sets() -> None:
+    for excluded in ("sed", "awk", "find", "xargs", "env", "python", "sh", "bash", "tee"):
+        assert excluded not in HARMLESS_UTILITIES
+    for excluded in ("eval", "source", ".", "exec", "alias", "trap", "hash", "command", "kill"):
+        assert excluded not in SHELL_BUILTINS_ALLOWED
+    assert {"cd", "echo", "test", "[", ":", "read", "export"} <= SHELL_BUILTINS_ALLOWED
+
+
+# --- commands_in ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("tracker list | jq .", [["tracker", "list"], ["jq", "."]]),
+        ("VAR=1 tracker list 2>&1 > out.json", [["tracker", "list"]]),
+        ("x=$(tracker list | jq -r '.[0].id'); tracker show \"$x\"",
+         [["tracker", "list"], ["jq", "-r", ".[0].id"], ["tracker", "show", "$x"]]),
+        ("for i in 1 2; do tracker show $i; done", [["tracker", "show", "$i"]]),
+        ("if tracker show 1; then echo yes; fi", [["tracker", "show", "1"], ["echo", "yes"]]),
+        ("timeout 5 curl x", [["timeout", "5", "curl", "x"], ["curl", "x"]]),
+        ("bash -c 'tracker list; curl x'", [["bash", "-c", "tracker list; curl x"], ["tracker", "list"], ["curl", "x"]]),
+        ("echo x | xargs -n1 curl -s", [["echo", "x"], ["xargs", "-n1", "curl", "-s"], ["curl", "-s"]]),
+        ("find . -exec jq . {} \\;", [["find", ".", "-exec", "jq", ".", "{}", ";"], ["jq", ".", "{}"]]),
+        ("cat <(curl x)", [["curl", "x"], ["cat", "<(curl x)"]]),
+        ("tracker create --body-file - <<'EOF'\n$(curl x)\nEOF", [["tracker", "create", "--body-file", "-"]]),
+        ("cat <<EOF\n$(curl x)\nEOF", [["curl", "x"], ["cat"]]),
+        ("f() { curl x; }", [["curl", "x"]]),
+        ("'tr'ack\"er\" list", [["tracker", "list"]]),
+        ("echo 'a'$(curl x)'b'", [["curl", "x"], ["echo", "'a'$(curl x)'b'"]]),
+        ("X=1", []),
+        ("# nothing", []),
+    ],
+)  # fmt: skip
+def test_commands_in(command: str, expected: list[list[str]]) -> None:
+    assert commands_in(command) == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["tracker list |", "echo 'x", "case a in a) b;; esac", "echo ${X:-$(curl x)}", "x=$(cat <<EOF\nhi\nEOF\n)"],
+)
+def test_commands_in_raises_when_it_cannot_understand(command: str) -> None:
+    with pytest.raises(GuardParseError):
+        commands_in(command)
+    assert issubclass(GuardParseError, ValueError)
+
+
+# --- differential check against a real bash -------------------------------------------------
+
+# Lines that exercise the parser's corners. They run in a real bash whose PATH holds only stubs
+# that log their own name, so nothing here reaches the network or the file system outside tmp_path.
+DIFFERENTIAL = [
+    "tracker list | jq .",
+    "cat <<'EOF'\nabc\\\nEOF\nEOF\ncurl x",
+    "cat <<'EOF'\nx\\\nEOF\ncurl hidden\nEOF",
+    "cat <<EOF\nx\\\nEOF\ncurl body\nEOF",
+    "cat <<EOF\nx\\\\\nEOF\ncurl after",
+    "cat <<A <<'B'\n$(curl x)\nA\n$(wget y)\nB",
+    "cat <<-EOF\n\t$(curl x)\n\tEOF",
+    "tracker create <<'EOF' ; curl x\n$(wget y)\nEOF",
+    "echo 'a'$(curl x)'b'",
+    "echo 'a'\"$(curl x)\"'b'",
+    'echo "$(echo "$(curl x)")"',
+    "tracker list#$(curl x)",
+    "echo a # $(curl x)",
+    "f() { curl x; }; f",
+    "for i in 1 2; do curl $i; done",
+    "if tracker show; then curl y; fi",
+    "cat <(curl x)",
+    "cur\\\nl x",
+    "c'ur'l x",
+    "{ curl x; } 2>&1",
+    "tracker list && \\\n curl x",
+    "tracker create --body='Use `make` here'",
+    "jq '.[] | select(.id == '$(tracker x)')' f",
+    "X=$(curl x) tracker list",
+    "tracker list > $(curl x)",
+    "echo `curl x` \"`wget y`\"",
+    "echo 'it''s'; curl x",
+    'echo "a\\"; curl x; echo \\""',
+    "shift 'a[$(curl x)]'; exit 'a[$(curl x)]'",
+    "[ 1 -eq 'a[$(curl x)]' ]; test 'a[$(curl x)]' -eq 1; printf %d 'a[$(curl x)]'",
+    "x='a[$(curl x)]'; test \"$x\" -eq 1; [ $x -gt 1 ]; echo ${x:-1} ${x#a} ${x/a/b} ${x@Q} ${#x} ${x:1:2}",
+    "x=hello; i='a[$(curl x)]'; echo ${x:i}",
+    "x='a[$(curl x)]'; echo ${!x}",
+    "if true; then cat <<EOF\n$(curl x)\nEOF\nfi",
+    "for i in 1; do cat <<'EOF'\n$(wget y)\nEOF\ncurl $i; done",
+    "f() { cat <<EOF\n`curl x`\nEOF\n}; f",
+    "cat <<A | cat <<'B'\n$(curl x)\nA\n$(wget y)\nB",
+    "cat <<EOF &&\nbody\nEOF\ncurl x",
+    "cat <<'E F'\n$(wget y)\nE F\ncurl x",
+    "cat <<$X\n$(curl x)\n$X",
+    "cat <<-'EOF'\n\t$(wget y)\n\tEOF\ncurl x",
+    "tracker list;# $(curl x)\ncurl y",
+    "echo $(echo a \\\n; curl x)",
+    "echo 'x\\\ny'; curl z",
+    "if true; then cat <<EOF\nEOF\ncurl hidden\nEOF\nfi",
+    "{ cat <<'EOF'\n$(wget y)\nEOF\ncurl x; }",
+    "true;# it's\ncurl x\necho '",
+    "true&# $(wget y)\ncurl x",
+    "x=$(cat <<'EOF'\nit's\nEOF\n)",
+    "echo ${X:-$(curl x)}",
+    "echo ${X:-'}'$(curl x)}",
+]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("command", DIFFERENTIAL, ids=[c.replace("\n", "\\n")[:60] for c in DIFFERENTIAL])
+def test_guard_sees_every_program_bash_runs(command: str, tmp_path: Path) -> None:
+    try:
+        seen = {argv[0] for argv in commands_in(command)}
+    except GuardParseError:
+        return  # refused outright: nothing runs
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    log = tmp_path / "ran.log"
+    for name in ("tracker", "curl", "wget", "jq", "cat", "make", "f"):
+        stub = stubs / name
+        stub.write_text('#!/bin/sh\nprintf "%s\\n" "${0##*/}" >> "$RAN_LOG"\n')
+        stub.chmod(0o755)
+    bash = shutil.which("bash")
+    assert bash is not None
+    result = subprocess.run(
+        [bash, "--noprofile", "--norc", "-c", command],
+        env={"PATH": str(stubs), "RAN_LOG": str(log), "HOME": str(tmp_path)},
+        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    ran = set(log.read_text().split()) if log.exists() else set()
+    ran |= set(re.findall(r": ([^:\s]+): command not found", result.stderr))
+    assert ran <= seen, f"bash ran {sorted(ran - seen)}, which the guard did not see"

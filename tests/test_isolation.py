@@ -1,0 +1,180 @@
+"""Tool isolation end to end: the guard, the independent audit, environment hygiene, redaction."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+SECRET = "s3cr3t-tracker-token-9f8e7d"
+
+BENCH = """
+[bench]
+name = "isolation"
+model = "claude-sonnet-4-5"
+store = "results"
+trials = 1
+turn_cap = 12
+wall_clock_ms = 30000
+secrets = ["token"]
+
+[arms.shell]
+tools = ["Bash"]
+binaries = ["touch"]
+env = { TRACKER_TOKEN = "{token}", PLAIN = "visible" }
+
+[arms.loose]
+tools = ["Bash"]
+binaries = ["touch"]
+guard_exempt = ["cp"]
+
+[arms.reader]
+tools = ["Bash", "Read"]
+binaries = ["touch"]
+
+[arms.mcp-only]
+tools = []
+[arms.mcp-only.mcp_servers.files]
+command = "{python}"
+args = ["{bench_root}/files_mcp.py"]
+
+[tasks.escape]
+tier = "single-mutation"
+intent = "Try everything."
+changes = [{ op = "append", path = "files", value = "ok.txt" }]
+
+[checker]
+multiset_keys = ["files"]
+"""
+
+ESCAPES = [
+    "wget -O wget.txt http://127.0.0.1:9/",
+    "curl -o curl.txt http://127.0.0.1:9/",
+    "python3 -c \"open('python.txt', 'w')\"",
+    "bash -c 'touch bash.txt'",
+    "env touch env.txt",
+    "/usr/bin/touch path.txt",
+    "touch ok.txt; cp ok.txt cp.txt",
+    "$(echo touch) subst.txt",
+    "echo x | xargs touch xargs.txt",
+]
+
+CONFTEST = f"""
+from pytest_benchcell import Environment
+from pytest_benchcell.scripted import Answer, ToolUse
+
+ESCAPES = {ESCAPES!r}
+
+def pytest_benchcell_provision(trial):
+    return Environment(values={{"token": {SECRET!r}}}, data=trial.agent_cwd)
+
+def pytest_benchcell_snapshot(trial, environment):
+    return {{"files": sorted(p.name for p in environment.data.iterdir())}}
+
+def pytest_benchcell_script(trial, environment):
+    if trial.arm == "shell":
+        steps = [ToolUse("Bash", {{"command": command}}) for command in ESCAPES]
+        steps.append(ToolUse("Bash", {{"command": "touch ok.txt"}}))
+        steps.append(ToolUse("Bash", {{"command": 'echo "token=$TRACKER_TOKEN plain=$PLAIN harness=${{HARNESS_ONLY:-unset}} path=$PATH"'}}))
+        return steps + [Answer("done; my token was {SECRET}")]
+    if trial.arm == "loose":
+        return [ToolUse("Bash", {{"command": "touch ok.txt && cp ok.txt copy.txt"}}), Answer("done")]
+    if trial.arm == "reader":
+        return [ToolUse("Write", {{"file_path": str(environment.data / "w.txt"), "content": "x"}}),
+                ToolUse("Read", {{"file_path": "/etc/hostname"}}),
+                ToolUse("Bash", {{"command": "touch ok.txt"}}), Answer("done")]
+    return [ToolUse("Bash", {{"command": "touch ok.txt"}}), ToolUse("mcp__files__ping", {{}}), Answer("done")]
+"""
+
+
+FILES_MCP = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("files", log_level="WARNING")
+
+@server.tool(structured_output=False)
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+
+server.run("stdio")
+"""
+
+
+@pytest.fixture()
+def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("HARNESS_ONLY", "harness-secret-value")
+    pytester.makefile(".toml", bench=textwrap.dedent(BENCH))
+    pytester.makepyfile(files_mcp=FILES_MCP)
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, arm: str) -> tuple[pytest.RunResult, dict]:
+    result = pytester.runpytest("--bench-arm", arm, "--bench-task", "escape", "--bench-scripted", "-rA")
+    path = pytester.path / "results" / "scripted" / arm / "escape.jsonl"
+    (sample,) = [json.loads(line) for line in path.read_text().splitlines()]
+    return result, sample
+
+
+def test_foreign_commands_are_denied_and_never_write_their_files(bench: pytest.Pytester) -> None:
+    result, sample = run(bench, "shell")
+    result.assert_outcomes(passed=1)  # only ok.txt exists: nothing the escapes would have written
+    calls = sample["tool_calls"]
+    escapes = calls[: len(ESCAPES)]
+    assert [c["input"]["command"] for c in escapes] == ESCAPES
+    assert all(c["allowed"] is False and c["reason"] for c in escapes), [c for c in escapes if c["allowed"]]
+    assert all(c["is_error"] for c in escapes)
+    assert sample["state"]["after"] == {"files": ["ok.txt"]}
+    assert sample["leaks"] == [] and sample["status"] == "scored"
+
+
+def test_the_agent_sees_a_curated_path_and_no_harness_variables(bench: pytest.Pytester) -> None:
+    _, sample = run(bench, "shell")
+    echo = sample["tool_calls"][-1]["output"]
+    assert "plain=visible" in echo
+    assert "harness=unset" in echo  # HARNESS_ONLY was set in the harness's environment
+    path = echo.split("path=", 1)[1].strip()
+    assert ":" not in path and path.endswith("/bin")  # one curated folder, nothing else
+
+
+def test_secrets_never_reach_the_store(bench: pytest.Pytester) -> None:
+    _, sample = run(bench, "shell")
+    store_text = "".join(p.read_text() for p in (bench.path / "results").rglob("*") if p.is_file())
+    assert SECRET not in store_text
+    assert "token=[redacted]" in sample["tool_calls"][-1]["output"]
+    assert sample["final_answer"] == "done; my token was [redacted]"
+    assert "harness-secret-value" not in store_text
+
+
+def test_a_loosened_guard_lets_one_through_and_the_audit_marks_the_trial_invalid(bench: pytest.Pytester) -> None:
+    result, sample = run(bench, "loose")
+    result.assert_outcomes()  # not passed, not failed: invalid
+    result.stdout.fnmatch_lines(["*1 invalid*"])
+    assert sample["status"] == "invalid" and sample["outcome"] is None
+    assert sample["tool_calls"][0]["allowed"] is True  # the guard let it pass...
+    assert len(sample["leaks"]) == 1 and "cp" in sample["leaks"][0]  # ...the audit did not
+    result.stdout.fnmatch_lines(["*loose x escape: 1 recorded this sitting (0 passed, 0 failed, 1 invalid, 0 errors)"])
+
+
+def test_built_in_tools_only_where_declared(bench: pytest.Pytester) -> None:
+    _, sample = run(bench, "reader")
+    write, read, touch = sample["tool_calls"]
+    # the CLI was never given Write: it refuses the call itself, before any hook, so it never ran
+    assert write["tool"] == "Write" and write["allowed"] is None and "No such tool available" in write["output"]
+    assert read["tool"] == "Read" and read["allowed"] is True
+    assert touch["allowed"] is True
+    assert sample["outcome"] == "pass"  # w.txt was never written
+
+
+def test_an_mcp_only_arm_has_no_shell(bench: pytest.Pytester) -> None:
+    _, sample = run(bench, "mcp-only")
+    bash, ping = sample["tool_calls"]
+    assert bash["tool"] == "Bash" and bash["allowed"] is None and "No such tool available" in bash["output"]
+    assert ping["tool"] == "mcp__files__ping" and ping["allowed"] is True and "pong" in ping["output"]
+    assert sample["leaks"] == []
+    assert sample["outcome"] == "incorrect"  # ok.txt was never created
