@@ -1,4 +1,4 @@
-"""The tool guard: decide, before a tool call runs, whether an arm may make it.
+r"""The tool guard: decide, before a tool call runs, whether an arm may make it.
 
 Pure: no pytest, no claude_agent_sdk. `agent.py` calls `check_tool_call` from a PreToolUse hook
 for every tool call (built-ins and MCP tools included); `audit.py` re-applies it to the calls that
@@ -21,20 +21,34 @@ targets), process substitution, loop and function bodies. A regular expression o
 cannot tell `echo 'curl x'` (data) from `echo $(curl x)` (a command). bashlex is a pure-Python port
 of GNU bash's own yacc grammar and word-expansion code: no subprocess, no bash needed, and it
 returns an AST whose nodes carry source positions, which this module uses to re-read each word as
-written. Its limits, and what the guard does about them:
+written. But it is a partial port with real defects (bashlex 0.18). Each one below was found by
+running lines in a real bash next to the guard (tests/test_guard.py does this), and each is
+either fixed here or turned into a refusal:
 
-- Not implemented by bashlex, so refused with a reason that names a replacement: `case`,
-  `[[ ... ]]`, `(( ... ))`, `$(( ... ))` and `$[ ... ]`, `time`, `select`, `coproc`, C-style
-  `for ((...))`, arrays `a=(...)`.
-- bashlex compares a here-document's closing line with the delimiter *as written*, so `<<'EOF'`
-  never terminates. This module replaces bashlex's here-document reader (`_read_here_document`)
-  with one that removes quotes from the delimiter as bash does and records whether it was quoted.
-- bashlex's word expansion has two blind spots that the guard cross-checks with its own scanner
-  of each word (`_scan_word`): a word that starts and ends with a single quote is taken as wholly
-  single-quoted (`'a'$(curl x)'b'` hides curl; the guard re-parses such words), and `'...'`
-  inside a larger word is not treated as quoting (`--body='run `make`'` shows a false `make`;
-  the guard drops substitutions that lie inside single quotes). Any `$(`, backtick or `${` that
-  bashlex did not report is refused rather than trusted.
+- Not implemented, so refused with a reason that names a replacement: `case`, `[[ ... ]]`,
+  `(( ... ))`, `$(( ... ))` and `$[ ... ]`, `time`, `select`, `coproc`, C-style `for ((...))`,
+  arrays `a=(...)`.
+- Here-documents (fixed by replacing two bashlex functions, see `_read_here_document` and
+  `_next_token_after_here_documents`): bashlex compared the closing line with the delimiter as
+  written, so `<<'EOF'` never ended; it joined backslash-newline inside quoted bodies, so a body
+  line ending in `\` swallowed the delimiter and hid the commands after it; and inside compound
+  commands (if, loops, `{ }`, functions) it read bodies one line late, so an empty body hid the
+  next line. Here-documents inside `$(...)` are refused: bashlex mis-measures them.
+- bashlex parses only the first line of commands inside `$(...)`, backticks and `<(...)`, and
+  parses backtick text without bash's unescaping. A substitution whose parsed commands do not
+  reach its closing `)` or backtick, and backticks containing `\$`, `` \` ``, `\\` or `\"`, are
+  refused (`_substitution_end`).
+- `bashlex.parse` restarts one character after each top-level command, so after `;#` or `)#` it
+  read the comment's text as commands (a quote there could swallow later lines). Refused when the
+  skipped character is not a blank (`_check_restarts`).
+- bashlex drops backslash-newline inside a word before expanding it, which shifts the positions of
+  the substitutions in it. A word with substitutions and a line continuation is refused, and
+  every word's source text must agree with bashlex's reading of it (`_without_quoting`).
+- Word expansion blind spots, cross-checked by the guard's own scanner of each word
+  (`_scan_word`): a word that starts and ends with a single quote is taken as wholly quoted
+  (`'a'$(curl x)'b'` hid curl; such words are read again), and `'...'` inside a larger word is not
+  treated as quoting (`--body='run `make`'` showed a false `make`; substitutions inside single
+  quotes are dropped). Any `$(`, backtick or `${` that bashlex did not report is refused.
 - bashlex does not look inside `${...}`, so `${X:-$(curl x)}` would hide curl. Only plain forms
   are accepted (`_SAFE_BRACED_PARAMETER`): a name with a literal default, pattern or numeric
   substring offset, where a default may use a plain `$name`. Refused: quotes, substitutions, nested
@@ -42,8 +56,6 @@ written. Its limits, and what the guard does about them:
   `${NAME:=...}` on protected variables. Array subscripts, indirection and offsets are
   arithmetic, and bash's arithmetic evaluates a variable's value as an expression, so
   `i='a[$(curl x)]'; echo ${x:i}` runs curl (checked against bash 5.2).
-- bashlex mis-measures a `$(...)` that contains a here-document, so a here-document inside a
-  command or process substitution is refused.
 - bashlex's quote removal differs from bash's in corners (backslashes inside double quotes), so
   the guard computes each word's value itself (`_Word.literal`). Program names, subcommands,
   variable names and command strings handed to another shell all use that value.
@@ -87,7 +99,7 @@ and conditions, and substitutions anywhere. For each one:
 - `sort --compress-program` (which starts a program) is refused, and so are `sort` options that
   are not written literally.
 
-Here-documents: with a quoted delimiter (`<<'EOF'`, `<<"EOF"`, `<<\\EOF`) the body is data and
+Here-documents: with a quoted delimiter (`<<'EOF'`, `<<"EOF"`, `<<\EOF`) the body is data and
 is not looked at. With an unquoted delimiter bash expands `$(...)` and backticks in the body, so
 the guard parses those substitutions and checks the commands in them like any other; anything in
 the body it cannot read is refused with a hint to quote the delimiter.
@@ -107,10 +119,11 @@ What the guard cannot guarantee
 - Structural parsing is bashlex's: where its grammar differs from bash's in a way the word
   cross-checks do not catch, the guard may err. Over-reporting (a false refusal) is the common
   failure; every path that could hide a command is refused instead of trusted.
-- Refusals that cost legitimate commands: the constructs bashlex lacks (above), here-documents
-  inside `$(...)`, redirections to `"$file"`, `${X:-...}` with quotes or substitutions inside,
-  and global options that take a separate value before a ruled binary's subcommand when the next
-  argument happens to be a denied subcommand.
+- Refusals that cost legitimate commands: the constructs bashlex lacks (above), several lines of
+  commands inside one `$(...)`, here-documents inside `$(...)`, backticks with escapes, `;#`
+  without a blank, a line continuation inside a word with substitutions, redirections to
+  `"$file"`, `${...}` beyond the plain forms, and global options that take a separate value
+  before a ruled binary's subcommand when the next argument happens to be a denied subcommand.
 """
 
 from __future__ import annotations
@@ -283,18 +296,26 @@ def commands_in(command: str) -> list[list[str]]:
 
 
 # --------------------------------------------------------------------------------------------
-# bashlex: here-documents with quoted delimiters
+# bashlex fixes: reading here-documents as bash does
 # --------------------------------------------------------------------------------------------
 
 
 def _heredoc_delimiter(raw: str) -> tuple[str, bool]:
-    """The delimiter word after quote removal, and whether any part of it was quoted."""
+    """The delimiter word after quote removal, and whether any part of it was quoted.
+
+    bash expands nothing in the delimiter but removes quotes, including $'...' and $"..."
+    (`<<$'EOF'` ends at a line `EOF`). Escapes inside $'...' are refused rather than decoded.
+    """
     out: list[str] = []
     quoted = False
     i = 0
     while i < len(raw):
         char = raw[i]
-        if char == "\\" and i + 1 < len(raw):
+        if char == "$" and raw[i + 1 : i + 2] in ("'", '"'):
+            if raw[i + 1] == "'" and "\\" in raw[i:]:
+                raise bashlex.errors.ParsingError("a here-document delimiter with $'...' escapes", raw, 0)
+            i += 1  # the quote that follows is handled below
+        elif char == "\\" and i + 1 < len(raw):
             out.append(raw[i + 1])
             quoted = True
             i += 2
@@ -320,7 +341,8 @@ def _read_here_document(tokenizer: Any, redirect: Any, lineno: int, strip_tabs: 
     commands after it. So the lines are read here, straight from the source.
     """
     if tokenizer._eol_ungetc_lookahead is not None:
-        raise bashlex.errors.ParsingError("here-document in an unexpected place", tokenizer._shell_input_line, 0)
+        source = tokenizer._shell_input_line
+        raise bashlex.errors.ParsingError("here-document in an unexpected place", source, 0)
     delimiter, quoted = _heredoc_delimiter(redirect.output.word)
     text: str = tokenizer._shell_input_line
     start = index = tokenizer._shell_input_line_index
@@ -457,7 +479,8 @@ _UNSUPPORTED = (
 
 
 def _parse(source: str) -> list[Any]:
-    if all(not line.strip() or line.lstrip().startswith("#") for line in source.splitlines()):
+    lines = [line.lstrip(" \t") for line in source.split("\n")]
+    if all(not line or line.startswith("#") for line in lines):
         return []  # only comments or blank lines: nothing runs (bashlex cannot parse these)
     try:
         trees = list(bashlex.parse(source))
@@ -511,7 +534,9 @@ def _explain_parse_error(message: str, source: str) -> GuardParseError:
     if "matching" in message:
         return _unparsable(f"{message}: a quote, parenthesis or $( is never closed")
     if "unexpected EOF" in message:
-        return _unparsable("the command ends too early (a trailing |, && or ||, or an unfinished if/for/while?)")
+        return _unparsable(
+            "the command ends too early (a trailing |, && or ||, or an unfinished if/for/while?)"
+        )
     return _unparsable(f"bash syntax the guard could not read ({message})")
 
 
@@ -617,7 +642,9 @@ def _substitution_end(raw: str, part: Any, start: int) -> int:
     """
     begin = part.pos[0] - start
     parsed_end = part.command.pos[1] - start
-    one_line = "Put the commands inside $(...) on one line, joined with ; or && (and no here-documents there)."
+    one_line = (
+        "Put the commands inside $(...) on one line, joined with ; or && (and no here-documents there)."
+    )
     if raw.startswith("`", begin):
         close = part.pos[1] - start - 1  # bashlex found the closing backtick itself
         if raw[close : close + 1] != "`" or re.search(r'\\[$`\\"]', raw[begin + 1 : close]):
@@ -659,7 +686,8 @@ def _scan_character(raw: str, i: int, state: int, scan: _Scan) -> int:
         return i + 1
     if char == "$":
         if following == "(" or following == "[" or following == "{":
-            scan.hidden.append("arithmetic" if raw[i + 1 : i + 3] in ("((", "[") else f"${following}")
+            arithmetic = following == "[" or raw[i + 1 : i + 3] == "(("
+            scan.hidden.append("arithmetic" if arithmetic else f"${following}")
             scan.mark("uses an expansion")
             return i + 2
         if following and (following.isalnum() or following in "_@*#?-$!"):
@@ -758,7 +786,9 @@ class _Walker:
             self.nodes(node.parts, source, inside_substitution)
         elif kind == "compound":
             if source.startswith("((", node.pos[0]):
-                raise _unparsable("arithmetic (( ... )) is not supported", "Use expr or [ ... -lt ... ] instead.")
+                raise _unparsable(
+                    "arithmetic (( ... )) is not supported", "Use expr or [ ... -lt ... ] instead."
+                )
             self.nodes(node.list, source, inside_substitution)
             self.nodes(getattr(node, "redirects", []), source, inside_substitution)
         elif kind == "for":
@@ -786,8 +816,8 @@ class _Walker:
     def for_loop(self, node: Any, source: str, inside_substitution: bool) -> None:
         parts = list(node.parts)
         for index, part in enumerate(parts):
-            is_variable = index > 0 and parts[index - 1].kind == "reservedword" and parts[index - 1].word == "for"
-            if is_variable:
+            before = parts[index - 1] if index > 0 else None
+            if before is not None and before.kind == "reservedword" and before.word == "for":
                 self.findings.loop_variables.append(self.word(part, source, inside_substitution))
             else:
                 self.node(part, source, inside_substitution)
@@ -931,7 +961,9 @@ class _Walker:
         scan = _scan_word(body, parts, 0, heredoc=True)
         self.nodes(scan.kept, body, inside_substitution=False)
         if scan.hidden:
-            raise _unparsable(f"the guard cannot see what `{scan.hidden[0]}` runs in a here-document body", hint)
+            raise _unparsable(
+                f"the guard cannot see what `{scan.hidden[0]}` runs in a here-document body", hint
+            )
 
 
 def _expansions_in_heredoc_body(body: str) -> list[Any]:
@@ -981,7 +1013,9 @@ class _OptionSpec:
 
 
 def _options(flags: str = "", valued: str = "", optional: str = "", numeric: bool = False) -> _OptionSpec:
-    return _OptionSpec(frozenset(flags.split()), frozenset(valued.split()), frozenset(optional.split()), numeric)
+    return _OptionSpec(
+        frozenset(flags.split()), frozenset(valued.split()), frozenset(optional.split()), numeric
+    )
 
 
 @dataclass
@@ -1105,7 +1139,9 @@ def _script_launch(program: str, words: Sequence[_Word]) -> _Launch:
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
-    "timeout": _Wrapper(_options("--preserve-status --foreground -v --verbose", "-k --kill-after -s --signal"), skip=1),
+    "timeout": _Wrapper(
+        _options("--preserve-status --foreground -v --verbose", "-k --kill-after -s --signal"), skip=1
+    ),
     "nice": _Wrapper(_options(valued="-n --adjustment", numeric=True)),
     "nohup": _Wrapper(_options()),
     "stdbuf": _Wrapper(_options(valued="-i -o -e --input --output --error")),
@@ -1119,16 +1155,21 @@ _WRAPPERS: dict[str, _Wrapper] = {
         runs_nothing_with=frozenset({"-p", "--pid", "-P", "--pgid", "-u", "--uid"}),
     ),
     "taskset": _Wrapper(
-        _options("-a --all-tasks -c --cpu-list -p --pid"), skip=1, runs_nothing_with=frozenset({"-p", "--pid"})
+        _options("-a --all-tasks -c --cpu-list -p --pid"),
+        skip=1,
+        runs_nothing_with=frozenset({"-p", "--pid"}),
     ),
     "chroot": _Wrapper(
-        _options("--skip-chdir", "--userspec --groups"), skip=1, without_command="starts a shell without a command"
+        _options("--skip-chdir", "--userspec --groups"),
+        skip=1,
+        without_command="starts a shell without a command",
     ),
     "doas": _Wrapper(_options("-n -L -s", "-u -C"), unfollowable=frozenset({"-s", "-C"})),
     "sudo": _Wrapper(
         _options(
-            "-A -b -E -H -K -k -n -P -S -B -N -s -i -e -l -v -V --edit --list --validate --version --askpass --background --set-home --non-interactive "
-            "--stdin --bell --shell --login --preserve-env",
+            "-A -b -E -H -K -k -n -P -S -B -N -s -i -e -l -v -V --edit --list --validate --version "
+            "--askpass --background --set-home --non-interactive --stdin --bell --shell --login "
+            "--preserve-env",
             "-C -D -g -h -p -R -r -T -t -U -u --close-from --chdir --group --host --prompt --chroot --role "
             "--command-timeout --type --other-user --user",
             "--preserve-env",
@@ -1164,7 +1205,8 @@ def _resolve_shell(program: str, args: Sequence[_Word]) -> _Launch:
     if parsed.has("-c"):
         return _script_launch(program, parsed.operands[:1])
     if parsed.operands:
-        return _Launch(problem=f"runs the script file {parsed.operands[0].shown}, which the guard cannot read")
+        script = parsed.operands[0].shown
+        return _Launch(problem=f"runs the script file {script}, which the guard cannot read")
     return _Launch(problem="reads commands from standard input, which the guard cannot see")
 
 
@@ -1193,7 +1235,8 @@ def _resolve_env(args: Sequence[_Word]) -> _Launch:
 def _resolve_xargs(args: Sequence[_Word]) -> _Launch:
     spec = _options(
         "-0 --null -r --no-run-if-empty -t --verbose -p --interactive -x --exit -o --open-tty",
-        "-a --arg-file -d --delimiter -E -I -L -n --max-args -P --max-procs -s --max-chars --process-slot-var",
+        "-a --arg-file -d --delimiter -E -I -L -n --max-args -P --max-procs -s --max-chars "
+        "--process-slot-var",
         "-e -i -l --eof --replace --max-lines",
     )
     parsed = _parse_options("xargs", args, spec)
@@ -1303,7 +1346,10 @@ def _resolve_source(args: Sequence[_Word]) -> _Launch:
 
 
 _RESOLVERS: dict[str, Callable[[Sequence[_Word]], _Launch]] = {
-    **{name: (lambda args, name=name, spec=spec: _resolve_wrapper(name, spec, args)) for name, spec in _WRAPPERS.items()},
+    **{
+        name: (lambda args, name=name, spec=spec: _resolve_wrapper(name, spec, args))
+        for name, spec in _WRAPPERS.items()
+    },
     **{name: (lambda args, name=name: _resolve_shell(name, args)) for name in SHELLS},
     "env": _resolve_env,
     "xargs": _resolve_xargs,
@@ -1376,7 +1422,10 @@ class _ArmChecker:
                 f"{program}{by} is a path: call programs by name (`{base} ...`), not by path, in arm "
                 f"'{self.rules.arm}'."
             )
-        return f"{program}{by} is a path to a program, and arm '{self.rules.arm}' runs programs by name only: {self.offer()}."
+        return (
+            f"{program}{by} is a path to a program, and arm '{self.rules.arm}' runs programs by name "
+            f"only: {self.offer()}."
+        )
 
     def subcommand(self, program: str, found: _Command) -> str:
         for rule in self.rules.subcommand_rules:
@@ -1436,8 +1485,9 @@ def _check_read(args: Sequence[_Word], checker: _ArmChecker) -> str:
 
 
 def _check_printf(args: Sequence[_Word], checker: _ArmChecker) -> str:
-    if args and args[0].literal is not None and args[0].literal.startswith("-v"):
-        target = _Word.plain(args[0].literal[2:]) if len(args[0].literal) > 2 else (args[1] if len(args) > 1 else None)
+    first = args[0].literal if args else None
+    if first is not None and first.startswith("-v"):
+        target = _Word.plain(first[2:]) if len(first) > 2 else (args[1] if len(args) > 1 else None)
         if target is not None:
             return checker.variable_target(target, value=_UNKNOWN_VALUE)
     return ""
@@ -1454,10 +1504,14 @@ def _check_declaration(program: str, allowed_options: str) -> Callable[[Sequence
             name, equals, _ = word.text.partition("=")
             raw_name = word.raw.partition("=")[0]
             if any(char in raw_name for char in "$`"):
-                return f"{program} is given a variable name that is not literal ({word.text}); use a plain name"
+                return (
+                    f"{program} is given a variable name that is not literal ({word.text}); "
+                    "use a plain name"
+                )
             value = None
             if equals:
-                value = _Word.plain(word.literal.partition("=")[2]) if word.literal is not None else _UNKNOWN_VALUE
+                known = word.literal is not None
+                value = _Word.plain((word.literal or "").partition("=")[2]) if known else _UNKNOWN_VALUE
             elif program in ("local", "unset"):
                 value = None  # unsetting or localising: only loader variables matter
             reason = checker.variable_target(_Word.plain(name), value)
@@ -1470,7 +1524,8 @@ def _check_declaration(program: str, allowed_options: str) -> Callable[[Sequence
 
 def _check_test(args: Sequence[_Word], checker: _ArmChecker) -> str:
     for option, operand in zip(args, args[1:]):
-        if option.literal in ("-v", "-R") and (operand.literal is None or not _IDENTIFIER.match(operand.literal)):
+        plain_name = operand.literal is not None and _IDENTIFIER.match(operand.literal)
+        if option.literal in ("-v", "-R") and not plain_name:
             return (
                 f"`test {option.literal} {operand.text}` names an array element or a computed name; bash "
                 "evaluates such subscripts, which can run commands. Use a plain variable name"
@@ -1493,7 +1548,10 @@ _BUILTIN_ARGUMENT_CHECKS: dict[str, Callable[[Sequence[_Word], _ArmChecker], str
 def _sort_options_reason(args: Sequence[_Word], appended_input: bool) -> str:
     """GNU sort --compress-program=PROG starts PROG; getopt accepts any unique prefix (--co...)."""
     if appended_input:
-        return "sort fed arguments by xargs could be given --compress-program, which starts a program; pipe into sort instead"
+        return (
+            "sort fed arguments by xargs could be given --compress-program, which starts a "
+            "program; pipe into sort instead"
+        )
     for word in args:
         if word.literal == "--":
             return ""
@@ -1563,7 +1621,8 @@ def _offer(rules: ArmRules) -> str:
         runnable = sorted(rules.binaries)
         examples = [name for name in _TEXT_UTILITY_EXAMPLES if name in rules.harmless]
         if rules.harmless:
-            runnable.append(f"common text utilities ({', '.join(examples[:4] or sorted(rules.harmless)[:4])}, ...)")
+            shown = ", ".join(examples[:4] or sorted(rules.harmless)[:4])
+            runnable.append(f"common text utilities ({shown}, ...)")
         if runnable:
             pieces.append("this arm may run " + _join(runnable))
         else:

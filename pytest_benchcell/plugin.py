@@ -79,6 +79,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
                     help="score the stored samples of the selected cells again with the current checker (no trials, "
                          "no model calls); changed verdicts are appended as rescore records")
+    group.addoption("--bench-report", action="store_true", default=False, dest="bench_report",
+                    help="render the store as report tables (no trials run); narrow it with --bench-arm/--bench-task")
+    group.addoption("--bench-report-md", default=None, dest="bench_report_md", metavar="PATH",
+                    help="also write the report as Markdown (implies --bench-report)")
+    group.addoption("--bench-report-json", default=None, dest="bench_report_json", metavar="PATH",
+                    help="also write the report as JSON (implies --bench-report)")
+    group.addoption("--bench-report-html", default=None, dest="bench_report_html", metavar="PATH",
+                    help="also write a self-contained HTML report with plots (implies --bench-report)")
+    group.addoption("--bench-weights", default=None, dest="bench_weights", metavar="SPEC",
+                    help="cost-equivalent weights for the report, e.g. cache_read=0.1,output=5 (default: [pricing])")
     group.addoption("--bench-scripted", action="store_true", default=False, dest="bench_scripted",
                     help="play the bench's scripted model on 127.0.0.1 instead of a real model (no tokens spent)")  # fmt: skip
 
@@ -106,6 +116,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if config.option.bench_rescore:
         config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
+        return
+    option = config.option
+    if option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html:
+        config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
         return
     if not _bench_requested(config):
         return
@@ -447,5 +461,53 @@ class RescorePlugin(OffloadPlugin):
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "benchcell rescore")
+        for line in self.lines:
+            terminalreporter.write_line(line)
+
+
+class ReportPlugin(OffloadPlugin):
+    """--bench-report: tables from the store, in the terminal and optionally as files."""
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .cli import UsageError, parse_weights
+        from .report import (
+            ReportError,
+            build_report,
+            render_html,
+            render_json,
+            render_markdown,
+            render_terminal,
+            settings_for_bench,
+        )
+
+        option = self.config.option
+        model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
+        cells = self.selected_cells(model_kind)
+        settings = settings_for_bench(self.bench, model_kind=model_kind)
+        settings.arms = list(dict.fromkeys(cell.arm for cell in cells))
+        settings.tasks = {task: info for task, info in (settings.tasks or {}).items() if any(c.task == task for c in cells)}
+        try:
+            if option.bench_weights:
+                settings.weights = parse_weights(option.bench_weights, settings.weights)
+            settings.validate()
+        except (UsageError, ReportError) as exc:
+            raise pytest.UsageError(str(exc).replace("--weights:", "--bench-weights:")) from None
+        store = Store(Path(option.bench_store).resolve() if option.bench_store else self.bench.store)
+        report = build_report(store, settings)
+        self.lines = render_terminal(report)
+        writers = (
+            (option.bench_report_md, render_markdown),
+            (option.bench_report_json, render_json),
+            (option.bench_report_html, render_html),
+        )
+        for path, render in writers:
+            if path:
+                target = Path(path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(render(report), encoding="utf-8")
+                self.lines.append(f"wrote {target}")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_sep("=", "benchcell report")
         for line in self.lines:
             terminalreporter.write_line(line)

@@ -153,7 +153,8 @@ def test_bash_without_a_command_string_is_refused() -> None:
 
 def test_reason_names_the_program_the_arm_and_the_alternatives() -> None:
     reason = check_bash_command("tracker list | curl -d @- http://x", CLI).reason
-    assert reason.startswith("curl is not available in arm 'cli': this arm may run tracker and common text utilities (")
+    expected = "curl is not available in arm 'cli': this arm may run tracker and common text utilities ("
+    assert reason.startswith(expected)
     assert "jq" in reason and "grep" in reason
 
 
@@ -205,7 +206,9 @@ def test_subcommand_rule_applies_only_to_its_binary() -> None:
 
 
 def test_harmless_set_is_per_arm() -> None:
-    strict = ArmRules("strict", frozenset({"tracker"}), frozenset({"Bash"}), frozenset(), harmless=frozenset())
+    strict = ArmRules(
+        "strict", frozenset({"tracker"}), frozenset({"Bash"}), frozenset(), harmless=frozenset()
+    )
     assert not check_bash_command("tracker list | jq .", strict).allowed
     assert check_bash_command("tracker list && echo done", strict).allowed  # echo is a builtin
     assert check_bash_command("tracker list | jq .", CLI).allowed
@@ -251,7 +254,14 @@ def test_commands_in(command: str, expected: list[list[str]]) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["tracker list |", "echo 'x", "case a in a) b;; esac", "echo ${X:-$(curl x)}", "x=$(cat <<EOF\nhi\nEOF\n)"],
+    [
+        "tracker list |",
+        "echo 'x",
+        "case a in a) b;; esac",
+        "echo ${X:-$(curl x)}",
+        "x=$(cat <<EOF\nhi\nEOF\n)",
+        "echo $(true\ncurl x)",
+    ],
 )
 def test_commands_in_raises_when_it_cannot_understand(command: str) -> None:
     with pytest.raises(GuardParseError):
@@ -312,10 +322,71 @@ DIFFERENTIAL = [
     "{ cat <<'EOF'\n$(wget y)\nEOF\ncurl x; }",
     "true;# it's\ncurl x\necho '",
     "true&# $(wget y)\ncurl x",
+    "cat <<$'EOF'\nbody\nEOF\ncurl x\n$EOF",
+    "cat <<$\"EOF\"\nbody\nEOF\ncurl x\n$EOF",
+    "echo $(true\ncurl x)",
+    "echo `true\ncurl x`",
+    "echo `echo \\$(curl x)`",
+    "x=$(\n  tracker list\n)",
     "x=$(cat <<'EOF'\nit's\nEOF\n)",
     "echo ${X:-$(curl x)}",
     "echo ${X:-'}'$(curl x)}",
 ]
+
+
+# Lines for an arm that lists launchers: the real launchers run, and what they start must be seen.
+LAUNCHED = [
+    "bash -c 'tracker list; curl x'",
+    "bash -c \"echo \\' ; curl x ; echo \\'\"",
+    "bash -c 'cat <<EOF\n$(curl x)\nEOF'",
+    "sh -c 'curl x'",
+    "env X=1 curl x",
+    "env -- curl x",
+    "echo a | xargs curl",
+    "echo a | xargs -I{} curl {}",
+    "echo a | xargs -n1 -P2 curl -s",
+    "timeout 5 curl x",
+    "timeout -s KILL 5 curl x",
+    "timeout -k 1 5 tracker list",
+    "nice -n 5 curl x",
+    "nice -5 curl x",
+    "find . -maxdepth 0 -exec curl {} \\;",
+    "find . -maxdepth 0 -exec tracker list \\; -exec curl {} +",
+    "eval 'curl x'",
+    "eval eval curl x",
+    "command curl x",
+    "builtin eval 'curl x'",
+    "exec curl x",
+    "bash -ec 'curl x'",
+]
+STUB_NAMES = ("tracker", "curl", "wget", "jq", "cat", "make", "f")
+REAL_LAUNCHERS = ("bash", "sh", "env", "xargs", "timeout", "nice", "find")
+
+
+def programs_bash_runs(command: str, tmp_path: Path, launchers: tuple[str, ...] = ()) -> set[str]:
+    """Run the line in a real bash whose PATH holds only stubs that log their own name (plus the
+    given real launchers), and return the names of the programs it ran or tried to run."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    log = tmp_path / "ran.log"
+    for name in STUB_NAMES:
+        stub = stubs / name
+        stub.write_text('#!/bin/sh\nprintf "%s\\n" "${0##*/}" >> "$RAN_LOG"\n')
+        stub.chmod(0o755)
+    for name in launchers:
+        real = shutil.which(name)
+        if real is None:
+            pytest.skip(f"needs {name}")
+        (stubs / name).symlink_to(real)
+    bash = shutil.which("bash")
+    assert bash is not None
+    result = subprocess.run(
+        [bash, "--noprofile", "--norc", "-c", command],
+        env={"PATH": str(stubs), "RAN_LOG": str(log), "HOME": str(tmp_path)},
+        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    ran = set(log.read_text().split()) if log.exists() else set()
+    return ran | set(re.findall(r": ([^:\s]+): command not found", result.stderr))
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -325,20 +396,14 @@ def test_guard_sees_every_program_bash_runs(command: str, tmp_path: Path) -> Non
         seen = {argv[0] for argv in commands_in(command)}
     except GuardParseError:
         return  # refused outright: nothing runs
-    stubs = tmp_path / "bin"
-    stubs.mkdir()
-    log = tmp_path / "ran.log"
-    for name in ("tracker", "curl", "wget", "jq", "cat", "make", "f"):
-        stub = stubs / name
-        stub.write_text('#!/bin/sh\nprintf "%s\\n" "${0##*/}" >> "$RAN_LOG"\n')
-        stub.chmod(0o755)
-    bash = shutil.which("bash")
-    assert bash is not None
-    result = subprocess.run(
-        [bash, "--noprofile", "--norc", "-c", command],
-        env={"PATH": str(stubs), "RAN_LOG": str(log), "HOME": str(tmp_path)},
-        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10,
-    )  # fmt: skip
-    ran = set(log.read_text().split()) if log.exists() else set()
-    ran |= set(re.findall(r": ([^:\s]+): command not found", result.stderr))
+    ran = programs_bash_runs(command, tmp_path)
     assert ran <= seen, f"bash ran {sorted(ran - seen)}, which the guard did not see"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("command", LAUNCHED, ids=[c.replace("\n", "\\n")[:60] for c in LAUNCHED])
+def test_guard_sees_every_program_a_launcher_runs(command: str, tmp_path: Path) -> None:
+    seen = {argv[0] for argv in commands_in(command)}
+    ran = programs_bash_runs(command, tmp_path, REAL_LAUNCHERS)
+    assert ran <= seen, f"bash ran {sorted(ran - seen)}, which the guard did not see"
+    assert "curl" not in ran or not check_bash_command(command, ARMS["launchers"]).allowed

@@ -1,0 +1,213 @@
+"""The `benchcell` console script: `benchcell report` renders a store without running pytest.
+
+Exit codes: 0 report written; 1 the report could not be produced (unreadable store, missing optional
+dependency, unwritable output file); 2 bad command-line values (argparse's own convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .report import (
+    DEFAULT_WEIGHTS,
+    FINGERPRINT_POLICIES,
+    ReportError,
+    ReportSettings,
+    TaskInfo,
+    build_report,
+    discover_tasks,
+    render_html,
+    render_json,
+    render_markdown,
+    render_terminal,
+    settings_for_bench,
+)
+from .sample import MODEL_KINDS, TOKEN_COMPONENTS
+from .store import Store, StoreError
+
+
+class UsageError(Exception):
+    """A command-line value is wrong; the message says which and what is allowed."""
+
+
+def parse_weights(text: str, base: dict[str, float] | None = None) -> dict[str, float]:
+    """'fresh_input=1,output=5' -> full weights; components not named keep their base value."""
+    weights = dict(base or DEFAULT_WEIGHTS)
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep:
+            raise UsageError(f"--weights: {part!r} is not NAME=NUMBER")
+        if name not in TOKEN_COMPONENTS:
+            raise UsageError(f"--weights: unknown component {name!r}; allowed: {', '.join(TOKEN_COMPONENTS)}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(f"--weights: {name} has value {value.strip()!r}; allowed: a number >= 0") from None
+        if not number >= 0 or number == float("inf"):
+            raise UsageError(f"--weights: {name} has value {value.strip()!r}; allowed: a finite number >= 0")
+        weights[name] = number
+    return weights
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchcell", description="pytest-benchcell tools.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    report = commands.add_parser(
+        "report",
+        help="render a report of a sample store",
+        description="Render a report of a sample store: terminal tables on stdout, optionally Markdown, JSON "
+        "and HTML files. Reads the store only; never writes to it.",
+    )
+    report.add_argument("--store", type=Path, help="the store folder (default: the store named in --config)")
+    report.add_argument("--config", type=Path, help="bench.toml: arms, tasks, tiers, floor and [pricing] weights")
+    report.add_argument("--floor", type=_positive_int, help="scored trials a cell needs to count (default 3)")
+    report.add_argument(
+        "--weights",
+        help="cost-equivalent weights, e.g. fresh_input=1,cache_write=1.25,cache_read=0.1,output=5 "
+        "(components left out keep their configured value)",
+    )
+    report.add_argument("--model-kind", choices=MODEL_KINDS, default="real", help="which samples (default: real)")
+    report.add_argument(
+        "--arm", dest="arms", action="extend", nargs="+", metavar="ARM", help="arms to report, in this order"
+    )
+    report.add_argument("--task", dest="tasks", action="extend", nargs="+", metavar="TASK", help="tasks to report")
+    report.add_argument(
+        "--fingerprints", choices=FINGERPRINT_POLICIES, default="newest",
+        help="newest: each cell's newest fingerprint, older samples counted as left out (default); "
+        "group: the same figures, plus every fingerprint group shown with its own figures",
+    )  # fmt: skip
+    report.add_argument("--seed", type=_int, default=0, help="seed of the bootstrap resampling (default 0)")
+    report.add_argument("--md", type=Path, metavar="PATH", help="also write Markdown here")
+    report.add_argument("--json", type=Path, metavar="PATH", help="also write JSON here")
+    report.add_argument("--html", type=Path, metavar="PATH", help="also write a self-contained HTML file here")
+    return parser
+
+
+# --- LEAD: bench.toml connection ----------------------------------------------------------------------
+def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
+    """Report settings and store folder from a bench.toml, through config.load_bench.
+
+    Kept deliberately small: the bench file's parsing and validation belong to config.py. Raises
+    UsageError when config.py is not available or the file is invalid.
+    """
+    try:
+        from .config import BenchConfigError, load_bench
+    except ImportError as exc:
+        raise UsageError(
+            f"--config needs pytest_benchcell.config.load_bench, which this installation lacks ({exc}); "
+            "run without --config to discover arms and tasks from the store"
+        ) from None
+    try:
+        bench = load_bench(path)
+    except BenchConfigError as exc:
+        raise UsageError(str(exc)) from None
+    settings = settings_for_bench(bench)
+    return settings, Path(bench.store)
+
+
+# ------------------------------------------------------------------------------------------------------
+def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store]:
+    settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
+    store_path = args.store or config_store
+    if store_path is None:
+        raise UsageError("say which store to report: --store DIR (or --config bench.toml)")
+    if not store_path.is_dir():
+        raise UsageError(f"--store: {store_path} is not a folder")
+    store = Store(store_path)
+    settings.model_kind = args.model_kind
+    settings.fingerprint_policy = args.fingerprints
+    settings.seed = args.seed
+    if args.floor is not None:
+        settings.floor = args.floor
+    if args.weights is not None:
+        settings.weights = parse_weights(args.weights, settings.weights)
+    if args.arms:
+        known = set(settings.arms or ()) | {cell.arm for cell in store.cells([args.model_kind])}
+        _check_known("--arm", args.arms, known, "arm")
+        settings.arms = list(dict.fromkeys(args.arms))
+    if args.tasks:
+        catalogue = settings.tasks if settings.tasks is not None else discover_tasks(store, args.model_kind)
+        _check_known("--task", args.tasks, set(catalogue), "task")
+        settings.tasks = {task: catalogue[task] for task in dict.fromkeys(args.tasks)}
+    settings.validate()
+    return settings, store
+
+
+def _check_known(option: str, given: Sequence[str], known: set[str], what: str) -> None:
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        raise UsageError(
+            f"{option}: unknown {what} {', '.join(repr(u) for u in unknown)}; "
+            f"known: {', '.join(sorted(known)) or 'none (the store is empty)'}"
+        )
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the console script; returns the exit code instead of exiting (the entry point exits)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed usage and the message (2) or the help (0)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        settings, store = _settings(args)
+    except (UsageError, ReportError) as exc:
+        print(f"benchcell report: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = build_report(store, settings)
+        outputs: list[tuple[Path, str]] = []
+        if args.md:
+            outputs.append((args.md, render_markdown(report)))
+        if args.json:
+            outputs.append((args.json, render_json(report)))
+        if args.html:
+            outputs.append((args.html, render_html(report)))
+        for path, text in outputs:
+            _write(path, text)
+    except (StoreError, ImportError, OSError) as exc:
+        print(f"benchcell report: {exc}", file=sys.stderr)
+        return 1
+    lines = [*render_terminal(report), *(f"wrote {path}" for path, _ in outputs)]
+    try:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `benchcell report ... | head` is a normal way to read it
+        # Python would complain again when flushing stdout at exit; point it at devnull instead.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

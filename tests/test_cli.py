@@ -1,0 +1,156 @@
+"""`benchcell report` through main([...]) on synthetic stores."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from sample_factory import cell_samples, write_samples
+
+from pytest_benchcell.cli import main, parse_weights
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    write_samples(
+        root,
+        [
+            *cell_samples("cli", "t1", 3, tier="read"),
+            *cell_samples("cli", "t2", 3, tier="multi-step"),
+            *cell_samples("mcp", "t1", 3, tier="read", tokens=(2000, 800, 4000, 300)),
+            *cell_samples("mcp", "t2", 2, tier="multi-step"),
+            *cell_samples("cli", "t1", 3, model_kind="scripted"),
+        ],
+    )
+    return root
+
+
+def test_report_prints_and_writes_every_format(
+    store_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    code = main(
+        ["report", "--store", str(store_dir), "--md", str(out / "r.md"), "--json", str(out / "r.json"),
+         "--html", str(out / "r.html")]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Headline" in printed and "Coverage" in printed
+    assert f"wrote {out / 'r.json'}" in printed
+    assert (out / "r.md").read_text().startswith("# benchcell report")
+    assert json.loads((out / "r.json").read_text())["arms"] == ["cli", "mcp"]
+    assert "<svg" in (out / "r.html").read_text()
+
+
+def test_options_reach_the_report(store_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    code = main(
+        ["report", "--store", str(store_dir), "--floor", "2", "--weights", "output=0", "--arm", "mcp", "cli",
+         "--task", "t1", "--fingerprints", "group", "--seed", "7", "--json", str(path)]
+    )  # fmt: skip
+    assert code == 0
+    document = json.loads(path.read_text())
+    assert document["settings"]["floor"] == 2
+    expected = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 0.0}
+    assert document["settings"]["weights"] == expected
+    assert document["settings"]["fingerprint_policy"] == "group" and document["settings"]["seed"] == 7
+    assert document["arms"] == ["mcp", "cli"]
+    assert [t["task"] for t in document["tasks"]] == ["t1"]
+    assert document["tasks"][0]["tier"] == "read"  # discovered from the samples
+
+
+def test_model_kind_selects_the_scripted_samples(store_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    assert main(["report", "--store", str(store_dir), "--model-kind", "scripted", "--json", str(path)]) == 0
+    document = json.loads(path.read_text())
+    assert document["settings"]["model_kind"] == "scripted" and document["arms"] == ["cli"]
+
+
+def test_empty_store_is_fine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--store", str(tmp_path)]) == 0
+    assert "no real-model samples" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--floor", "0"], "--floor"),
+        (["--floor", "three"], "--floor"),
+        (["--weights", "outputs=5"], "unknown component 'outputs'"),
+        (["--weights", "output=-1"], "output"),
+        (["--weights", "output"], "NAME=NUMBER"),
+        (["--weights", "output=lots"], "a number"),
+        (["--model-kind", "fake"], "--model-kind"),
+        (["--arm", "nope"], "unknown arm 'nope'"),
+        (["--task", "t9"], "unknown task 't9'"),
+        (["--fingerprints", "oldest"], "--fingerprints"),
+        (["--seed", "x"], "--seed"),
+    ],
+)
+def test_bad_values_exit_2(store_dir: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--store", str(store_dir), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--store", str(tmp_path / "nowhere")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["report"]) == 2
+    assert "--store" in capsys.readouterr().err
+    assert main([]) == 2
+
+
+def test_parse_weights_keeps_the_rest() -> None:
+    assert parse_weights("output=4, cache_read=0.2") == {
+        "fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.2, "output": 4.0,
+    }  # fmt: skip
+
+
+def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = pytest.importorskip("pytest_benchcell.config")
+    if not hasattr(config, "load_bench"):
+        pytest.skip("config.load_bench is not available")
+    write_samples(tmp_path / "results", cell_samples("cli", "t1", 3, tier="read"))
+    bench = tmp_path / "bench.toml"
+    bench.write_text(
+        textwrap.dedent(
+            """
+            [bench]
+            model = "claude-sonnet-4-5"
+            store = "results"
+            floor = 2
+
+            [pricing]
+            output = 4
+
+            [arms.cli]
+            tools = ["Bash"]
+
+            [arms.mcp]
+            tools = ["Read"]
+
+            [tasks.t1]
+            tier = "read"
+            intent = "How many issues are open?"
+            required_facts = ["5"]
+
+            [tasks.t2]
+            tier = "multi-step"
+            intent = "Close the bug."
+            """
+        )
+    )
+    path = tmp_path / "r.json"
+    assert main(["report", "--config", str(bench), "--json", str(path)]) == 0
+    document = json.loads(path.read_text())
+    assert document["arms"] == ["cli", "mcp"]
+    assert [t["task"] for t in document["tasks"]] == ["t1", "t2"]
+    assert document["settings"]["floor"] == 2 and document["settings"]["weights"]["output"] == 4.0
+    assert {c["arm"]: c["covered"] for c in document["coverage"]} == {"cli": 1, "mcp": 0}
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[bench]\n")
+    assert main(["report", "--config", str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err

@@ -1,0 +1,466 @@
+"""The report against synthetic stores written with Store.append."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+from sample_factory import cell_samples, make_sample, write_samples
+
+from pytest_benchcell.report import (
+    ReportError,
+    ReportSettings,
+    TaskInfo,
+    build_report,
+    render_html,
+    render_json,
+    render_markdown,
+    render_terminal,
+)
+from pytest_benchcell.store import Store
+
+SCHEMA = json.loads(resources.files("pytest_benchcell").joinpath("data/report.schema.json").read_text())
+# cost-equivalent of the factory's default tokens (1000, 800, 4000, 300) at the default weights
+DEFAULT_COST_EQ = 1000 + 1.25 * 800 + 0.1 * 4000 + 5 * 300  # 3900
+
+
+def tokens(fresh: int) -> tuple[int, int, int, int]:
+    return (fresh, 800, 4000, 300)
+
+
+def cost_eq(fresh: int) -> float:
+    return fresh + 1.25 * 800 + 0.1 * 4000 + 5 * 300
+
+
+def all_outputs(report: object) -> dict[str, str]:
+    return {
+        "terminal": "\n".join(render_terminal(report)),  # type: ignore[arg-type]
+        "markdown": render_markdown(report),  # type: ignore[arg-type]
+        "json": render_json(report),  # type: ignore[arg-type]
+    }
+
+
+def validate(report: object) -> dict:
+    document = json.loads(render_json(report))  # type: ignore[arg-type]
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    jsonschema.Draft202012Validator(SCHEMA).validate(document)
+    return document
+
+
+def comparison(report, metric: str, a: str, b: str):  # type: ignore[no-untyped-def]
+    section = next(c for c in report.comparisons if c.metric == metric)
+    return next(p for p in section.pairs if (p.arm_a, p.arm_b) == (a, b))
+
+
+def balanced_store(root: Path, *, arms: dict[str, float], tasks: int, trials: int = 3) -> Store:
+    """Every arm on every task; arm cost = base * factor, task base grows with the task, small spread."""
+    samples = []
+    for arm, factor in arms.items():
+        for t in range(tasks):
+            base = 10_000 + 1_000 * t
+            spread = [int(base * factor) + d for d in (-40, 0, 40, 20, -20)[:trials]]
+            samples += cell_samples(
+                arm, f"task-{t:02d}", trials, tier="read" if t % 2 else "multi-step",
+                tokens_by_trial=[tokens(v) for v in spread],
+            )  # fmt: skip
+    return write_samples(root, samples)
+
+
+# -- coverage ---------------------------------------------------------------------------------------
+def test_partial_coverage_says_what_is_missing(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 3, tokens=tokens(1000)),
+            *cell_samples("cli", "t2", 3, tokens=tokens(5000)),
+            *cell_samples("mcp", "t1", 3, tokens=tokens(2000)),
+            *cell_samples("mcp", "t2", 1, tokens=tokens(2000)),
+        ],
+    )
+    catalogue = {t: TaskInfo("read") for t in ("t1", "t2", "t3")}
+    report = build_report(store, ReportSettings(tasks=catalogue))
+
+    coverage = {row.arm: row for row in report.coverage}
+    assert (coverage["cli"].covered, coverage["cli"].partial, coverage["cli"].missing) == (2, 0, 1)
+    assert (coverage["mcp"].covered, coverage["mcp"].partial, coverage["mcp"].missing) == (1, 1, 1)
+    assert coverage["mcp"].partial_tasks == ["t2"] and coverage["mcp"].missing_tasks == ["t3"]
+    cells = {(c.arm, c.task): c.coverage for c in report.cells}
+    assert cells[("mcp", "t2")] == "partial" and cells[("cli", "t3")] == "missing"
+
+    notices = " ".join(report.notices)
+    assert "2 missing and 1 partial" in notices
+    text = all_outputs(report)
+    assert re.search(r"t2\s+read\s+3\s+1 partial", text["terminal"])  # the per-cell matrix
+    assert re.search(r"t3\s+read\s+missing\s+missing", text["terminal"])
+    validate(report)
+
+
+def test_headline_uses_only_tasks_every_arm_covers_and_says_which(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 3, tokens=tokens(1000)),
+            *cell_samples("cli", "t2", 3, tokens=tokens(9000)),
+            *cell_samples("mcp", "t1", 3, tokens=tokens(2000)),
+            *cell_samples("mcp", "t2", 2, tokens=tokens(2000)),
+        ],
+    )
+    report = build_report(store, ReportSettings())
+    assert report.headline.tasks == ["t1"]
+    rows = {row.arm: row for row in report.headline.rows}
+    # cli's expensive t2 is left out of the headline: only t1 counts.
+    assert rows["cli"].cost_equivalent.mean == cost_eq(1000)
+    assert rows["cli"].cost_equivalent.n_tasks == 1 and rows["cli"].cost_equivalent.n_samples == 3
+    assert "1 of 2 tasks" in report.headline.note
+    assert any("Headline over 1 of 2 tasks" in n and "left out: t2" in n for n in report.notices)
+    markdown = render_markdown(report)
+    assert "Tasks used: t1." in markdown
+
+
+def test_no_common_task_renders_and_says_so(tmp_path: Path) -> None:
+    store = write_samples(tmp_path, [*cell_samples("cli", "t1", 3), *cell_samples("mcp", "t2", 3)])
+    report = build_report(store, ReportSettings())
+    assert report.headline.tasks == []
+    assert "no task has every arm" in report.headline.note
+    assert all(row.cost_equivalent.mean is None for row in report.headline.rows)
+    assert "\u2014" in "\n".join(render_terminal(report))  # absent figures are dashes, never 0
+    validate(report)
+    assert "<svg" not in render_html(report)  # nothing to plot yet, and no error either
+
+
+def test_empty_store_renders(tmp_path: Path) -> None:
+    report = build_report(Store(tmp_path), ReportSettings())
+    assert report.arms == [] and report.cells == []
+    assert any("no real-model samples" in n for n in report.notices)
+    outputs = all_outputs(report)
+    assert "Headline" in outputs["terminal"]
+    validate(report)
+    assert "<html" in render_html(report)
+
+
+def test_catalogue_arm_without_samples_is_shown_missing(tmp_path: Path) -> None:
+    store = write_samples(tmp_path, cell_samples("cli", "t1", 3))
+    report = build_report(store, ReportSettings(arms=["mcp", "cli"], tasks={"t1": TaskInfo("read")}))
+    assert report.arms == ["mcp", "cli"]  # display order as given
+    assert any("Arm mcp has no scored samples" in n for n in report.notices)
+    assert report.headline.tasks == []
+
+
+# -- provenance ---------------------------------------------------------------------------------------
+def test_mixed_fingerprints_use_newest_and_state_what_was_left_out(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 2, fingerprint="fp-old", tokens=tokens(50_000), minutes=0),
+            *cell_samples("cli", "t1", 3, fingerprint="fp-new", tokens=tokens(1000), start_trial=3, minutes=60),
+        ],
+    )
+    report = build_report(store, ReportSettings())
+    cell = report.cells[0]
+    assert cell.fingerprint == "fp-new" and cell.scored == 3 and cell.left_out_older == 2
+    assert cell.cost_equivalent.mean == cost_eq(1000)  # the old, expensive samples are not pooled
+    assert report.provenance.left_out_older == 2 and report.provenance.cells_with_older == 1
+    assert any("Left out 2 samples of older fingerprints in 1 cell" in n for n in report.notices)
+    assert "left out 2 older samples of 1 fingerprint" in "\n".join(render_terminal(report))
+
+    grouped = build_report(store, ReportSettings(fingerprint_policy="group"))
+    markdown = render_markdown(grouped)
+    assert "fp-old" in markdown and "fp-new" in markdown
+    assert [g.fingerprint for g in grouped.cells[0].groups] == ["fp-new", "fp-old"]
+    assert grouped.cells[0].cost_equivalent == cell.cost_equivalent  # grouping shows, never pools
+    validate(grouped)
+
+
+def test_model_kinds_are_never_pooled(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 3, tokens=tokens(1000)),
+            *cell_samples("cli", "t1", 3, model_kind="scripted", tokens=tokens(9000)),
+        ],
+    )
+    real = build_report(store, ReportSettings())
+    assert real.cells[0].cost_equivalent.mean == cost_eq(1000)
+    assert any("1 scripted-model cell" in n for n in real.notices)
+    scripted = build_report(store, ReportSettings(model_kind="scripted"))
+    assert scripted.cells[0].cost_equivalent.mean == cost_eq(9000)
+    assert "scripted model" in render_markdown(scripted)
+
+
+def test_several_models_are_stated(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path, [*cell_samples("cli", "t1", 3, model="model-a"), *cell_samples("cli", "t2", 3, model="model-b")]
+    )
+    report = build_report(store, ReportSettings())
+    assert report.provenance.models == {"model-a": 3, "model-b": 3}
+    assert any("more than one model" in n for n in report.notices)
+
+
+def test_torn_line_is_reported_not_fatal(tmp_path: Path) -> None:
+    store = write_samples(tmp_path, cell_samples("cli", "t1", 3))
+    path = tmp_path / "real" / "cli" / "t1.jsonl"
+    with path.open("ab") as handle:
+        handle.write(b'{"schema": 1, "id": "torn')
+    report = build_report(store, ReportSettings())
+    assert report.cells[0].scored == 3
+    assert len(report.store.problems) == 1
+    assert report.store.problems[0].startswith("real/cli/t1.jsonl:4: torn last line")
+    assert any("Skipped 1 unreadable line" in n for n in report.notices)
+    assert "Problems" in "\n".join(render_terminal(report))
+    validate(report)
+
+
+# -- sample semantics ---------------------------------------------------------------------------------
+def test_hung_counts_with_its_usage(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            make_sample("cli", "t1", trial=1, tokens=tokens(1000)),
+            make_sample("cli", "t1", trial=2, tokens=tokens(1000)),
+            make_sample("cli", "t1", trial=3, outcome="hung", tokens=tokens(40_000), duration_ms=300_000),
+        ],
+    )
+    cell = build_report(store, ReportSettings()).cells[0]
+    assert cell.scored == 3 and cell.outcomes["hung"] == 1 and cell.success.successes == 2
+    assert cell.cost_equivalent.mean == pytest.approx((2 * cost_eq(1000) + cost_eq(40_000)) / 3)
+    assert cell.duration_s.mean == pytest.approx((7 + 7 + 300) / 3)
+
+
+def test_invalid_and_error_are_counted_apart(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 3, tokens=tokens(1000)),
+            make_sample("cli", "t1", trial=4, status="invalid", tokens=tokens(90_000)),
+            make_sample("cli", "t1", trial=5, status="error", tokens=tokens(0)),
+        ],
+    )
+    report = build_report(store, ReportSettings())
+    cell = report.cells[0]
+    assert (cell.samples, cell.scored, cell.invalid, cell.error) == (5, 3, 1, 1)
+    assert cell.cost_equivalent.mean == cost_eq(1000)  # the invalid trial's tokens are not scored
+    assert cell.success.n_samples == 3
+    outcome = report.outcomes[0]
+    assert (outcome.samples, outcome.scored, outcome.passed, outcome.invalid, outcome.error) == (5, 3, 3, 1, 1)
+    assert re.search(r"cli\s+5\s+3\s+3\s+0\s+0\s+0\s+1\s+1", "\n".join(render_terminal(report)))
+
+
+def test_failure_tags_are_counted(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path, cell_samples("cli", "t1", 4, outcomes=["pass", "incorrect", "confused", "hung"])
+    )
+    outcome = build_report(store, ReportSettings()).outcomes[0]
+    assert (outcome.passed, outcome.incorrect, outcome.confused, outcome.hung) == (1, 1, 1, 1)
+
+
+def test_bonus_tasks_are_reported_apart(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 3, tokens=tokens(1000)),
+            *cell_samples("cli", "extra", 3, bonus=True, tokens=tokens(70_000)),
+        ],
+    )
+    report = build_report(store, ReportSettings())
+    assert report.headline.tasks == ["t1"]
+    assert [c.task for c in report.cells] == ["t1"]
+    assert report.bonus.tasks == ["extra"] and report.bonus.cells[0].scored == 3
+    assert report.headline.rows[0].cost_equivalent.mean == cost_eq(1000)
+    assert report.outcomes[0].samples == 3  # bonus samples stay out of the scored counts
+    markdown = render_markdown(report)
+    bonus_part = markdown.split("## Bonus tasks", 1)[1]
+    assert "| extra | cli |" in bonus_part
+
+
+def test_weights_change_at_report_time(tmp_path: Path) -> None:
+    store = write_samples(tmp_path, cell_samples("cli", "t1", 3))
+    weights = {"fresh_input": 1.0, "cache_write": 2.0, "cache_read": 0.0, "output": 10.0}
+    report = build_report(store, ReportSettings(weights=weights))
+    assert report.cells[0].cost_equivalent.mean == 1000 + 2 * 800 + 0 + 10 * 300
+    assert report.cells[0].raw_tokens.mean == 6100
+    assert "10 \u00d7 output" in render_markdown(report)
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ReportError, match="floor"):
+        ReportSettings(floor=0).validate()
+    with pytest.raises(ReportError, match="unknown: outputs"):
+        weights = {"fresh_input": 1.0, "cache_write": 1.0, "cache_read": 1.0, "output": 1.0, "outputs": 2.0}
+        ReportSettings(weights=weights).validate()
+    with pytest.raises(ReportError, match="model kind"):
+        ReportSettings(model_kind="fake").validate()
+    with pytest.raises(ReportError, match="fingerprint policy"):
+        ReportSettings(fingerprint_policy="oldest").validate()
+
+
+# -- statistics in the report ---------------------------------------------------------------------------
+def test_close_arms_are_not_distinguishable(tmp_path: Path) -> None:
+    # 1% apart over 3 tasks: the upstream claim this report must never print as a difference.
+    store = balanced_store(tmp_path, arms={"axi": 1.0, "raw": 0.99}, tasks=3)
+    report = build_report(store, ReportSettings())
+    pair = comparison(report, "cost_equivalent", "axi", "raw")
+    assert not pair.distinguishable
+    assert pair.verdict.startswith("not distinguishable at this sample size")
+    assert "not distinguishable at this sample size" in render_markdown(report)
+
+
+def test_noisy_arms_give_the_minimum_detectable_effect(tmp_path: Path) -> None:
+    samples = []
+    for t in range(8):
+        swing = 3000 if t % 2 else -3000  # a wins half the tasks, b the other half
+        samples += cell_samples("a", f"t{t}", 3, tokens=tokens(10_000 + swing))
+        samples += cell_samples("b", f"t{t}", 3, tokens=tokens(10_000 - swing))
+    report = build_report(write_samples(tmp_path, samples), ReportSettings())
+    pair = comparison(report, "cost_equivalent", "a", "b")
+    assert pair.low is not None and pair.low < 0 < pair.high
+    assert pair.minimum_detectable_effect is not None and pair.minimum_detectable_effect > 0
+    assert "not distinguishable at this sample size; minimum detectable effect ~" in pair.verdict
+
+
+def test_clear_difference_is_reported_as_one(tmp_path: Path) -> None:
+    store = balanced_store(tmp_path, arms={"cheap": 1.0, "dear": 1.5}, tasks=8)
+    report = build_report(store, ReportSettings())
+    pair = comparison(report, "cost_equivalent", "cheap", "dear")
+    assert pair.distinguishable
+    assert pair.high is not None and pair.high < 0
+    assert pair.p_value == pytest.approx(2 / 2**8)
+    assert pair.verdict.startswith("distinguishable: cheap is better")
+    assert "not distinguishable" not in pair.verdict
+
+
+def test_several_arms_are_holm_adjusted(tmp_path: Path) -> None:
+    store = balanced_store(tmp_path, arms={"a": 1.0, "b": 1.5, "c": 2.0}, tasks=8)
+    report = build_report(store, ReportSettings())
+    section = next(c for c in report.comparisons if c.metric == "cost_equivalent")
+    assert section.holm_adjusted and len(section.pairs) == 3
+    for pair in section.pairs:
+        assert pair.p_adjusted == pytest.approx(min(1.0, 3 * pair.p_value))  # equal raw p-values: m * p
+        assert pair.distinguishable
+
+
+def test_success_interval_never_collapses_when_everything_passes(tmp_path: Path) -> None:
+    store = balanced_store(tmp_path, arms={"a": 1.0}, tasks=4)
+    success = build_report(store, ReportSettings()).headline.rows[0].success
+    assert success.rate == 1.0 and success.high == 1.0
+    assert success.low is not None and success.low < 0.8  # Wilson 12/12 lower bound is .757
+
+
+def test_pass_hat_k_goes_to_the_smallest_cell(tmp_path: Path) -> None:
+    store = write_samples(
+        tmp_path,
+        [
+            *cell_samples("cli", "t1", 5, outcomes=["pass", "pass", "pass", "incorrect", "incorrect"]),
+            *cell_samples("cli", "t2", 4),
+        ],
+    )
+    entry = build_report(store, ReportSettings()).pass_hat_k[0]
+    assert entry.k_max == 4
+    values = {v.k: v.value for v in entry.values}
+    assert values[1] == pytest.approx((0.6 + 1.0) / 2)
+    assert values[2] == pytest.approx((0.3 + 1.0) / 2)  # C(3,2)/C(5,2) = .3
+
+
+def test_task_means_come_first(tmp_path: Path) -> None:
+    # t1 has 6 cheap trials, t2 has 3 dear ones: the mean over tasks weighs them equally.
+    store = write_samples(
+        tmp_path,
+        [*cell_samples("cli", "t1", 6, tokens=tokens(1000)), *cell_samples("cli", "t2", 3, tokens=tokens(7000))],
+    )
+    row = build_report(store, ReportSettings()).headline.rows[0]
+    assert row.cost_equivalent.mean == pytest.approx((cost_eq(1000) + cost_eq(7000)) / 2)
+    assert row.cost_equivalent.n_samples == 9
+
+
+# -- determinism and formats ----------------------------------------------------------------------------
+def test_output_is_byte_identical_and_independent_of_append_order(tmp_path: Path) -> None:
+    samples = []
+    for arm, factor in (("a", 1.0), ("b", 1.2)):
+        for t in range(7):
+            spread = [tokens(int(1000 * factor * (t + 1) + d)) for d in (0, 50, 90)]
+            samples += cell_samples(arm, f"t{t}", 3, tokens_by_trial=spread)
+    samples += cell_samples("a", "t0", 2, fingerprint="fp-old", start_trial=4, minutes=-50)
+    first = write_samples(tmp_path / "one", samples)
+    second = write_samples(tmp_path / "two", list(reversed(samples)))
+    settings = ReportSettings(seed=11)
+    outputs = [all_outputs(build_report(first, settings)), all_outputs(build_report(first, settings))]
+    outputs.append(all_outputs(build_report(second, settings)))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert render_html(build_report(first, settings)) == render_html(build_report(second, settings))
+
+
+def test_seed_changes_only_the_intervals(tmp_path: Path) -> None:
+    fresh = [1013, 2291, 3557, 4801, 6133, 7919, 9001]  # irregular, so quantiles fall between grid points
+    samples = [s for t, f in enumerate(fresh) for s in cell_samples("a", f"t{t}", 3, tokens=tokens(f))]
+    store = write_samples(tmp_path, samples)
+    one = build_report(store, ReportSettings(seed=1)).headline.rows[0].cost_equivalent
+    two = build_report(store, ReportSettings(seed=2)).headline.rows[0].cost_equivalent
+    assert one.mean == two.mean and (one.low, one.high) != (two.low, two.high)
+
+
+def test_json_validates_against_the_schema(tmp_path: Path) -> None:
+    samples = [
+        *cell_samples("a", "t1", 3, tier="read"),
+        *cell_samples("a", "t2", 3, tier="multi-step", cost_usd=None),
+        *cell_samples("b", "t1", 2, tier="read"),
+        make_sample("b", "t2", trial=1, status="invalid", tier="multi-step"),
+        *cell_samples("a", "bonus", 1, bonus=True),
+    ]
+    report = build_report(write_samples(tmp_path, samples), ReportSettings(fingerprint_policy="group"))
+    document = validate(report)
+    assert document["report_schema"] == 1
+    assert document["headline"]["tasks"] == []  # b covers nothing: no comparable task, nulls not zeros
+    assert document["headline"]["rows"][0]["cost_equivalent"]["mean"] is None
+    cells = {(c["arm"], c["task"]): c for c in document["cells"]}
+    assert cells[("a", "t2")]["imputed_cost_usd"] == {"mean": None, "median": None, "n": 0}  # cost_usd null
+    assert cells[("a", "t1")]["imputed_cost_usd"]["n"] == 3
+    assert cells[("b", "t2")]["invalid"] == 1 and cells[("b", "t2")]["coverage"] == "missing"
+
+
+def test_markdown_tables_are_well_formed(tmp_path: Path) -> None:
+    store = balanced_store(tmp_path, arms={"a": 1.0, "b|c": 1.1}, tasks=3)
+    markdown = render_markdown(build_report(store, ReportSettings()))
+    tables = re.findall(r"(?:^\|.*\|\n)+", markdown, flags=re.MULTILINE)
+    assert len(tables) >= 6
+    for table in tables:
+        lines = table.splitlines()
+        widths = {len(re.findall(r"(?<!\\)\|", line)) for line in lines}
+        assert len(widths) == 1, table  # every row has as many cells as the header
+        assert re.fullmatch(r"\|( ---:? \|)+", lines[1]), lines[1]
+    assert "b\\|c" in markdown  # a pipe in a name cannot break a table
+
+
+def test_html_is_self_contained_with_plots(tmp_path: Path) -> None:
+    store = balanced_store(tmp_path, arms={"a": 1.0, "b": 1.3}, tasks=4)
+    page = render_html(build_report(store, ReportSettings()))
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("<svg") == 2
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, flags=re.IGNORECASE)
+    assert "<script" not in page and "<link" not in page
+    assert not re.search(r"""url\(\s*["']?\s*(?:https?:)?//""", page)  # only url(#clip-path) references
+    assert "<?xml" not in page
+
+
+def test_html_without_matplotlib_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = balanced_store(tmp_path, arms={"a": 1.0}, tasks=2)
+    report = build_report(store, ReportSettings())
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install pytest-benchcell\[html\]"):
+        render_html(report)
+    assert render_markdown(report)  # the other formats never need it
+
+
+def test_terminal_lines_are_aligned(tmp_path: Path) -> None:
+    store = balanced_store(tmp_path, arms={"a": 1.0, "bb": 1.1}, tasks=3)
+    lines = render_terminal(build_report(store, ReportSettings()))
+    assert all("\n" not in line and line == line.rstrip() for line in lines)
+    start = lines.index("Headline") + 4
+    header, rule = lines[start], lines[start + 1]
+    assert header.lstrip().startswith("arm") and set(rule.strip()) <= {"-", " "}
+    # Right-aligned number columns end where their rule segment ends.
+    rows = lines[start + 2 : start + 4]
+    assert len({len(row) for row in rows}) == 1
