@@ -165,7 +165,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
             scored = {cell: 0 for cell in cells}  # the tally lives on the controller
         else:
-            scored = {cell: store.count_scored(Cell(model_kind, *cell)) for cell in cells}
+            scored = {cell: store.count_scored(Cell(model_kind, *cell), bench.fingerprint(*cell)) for cell in cells}
             wanted = _trials_wanted(option, bench, scored)
             if collect_only:
                 numbers = {cell: store.preview_trials(Cell(model_kind, *cell), wanted[cell]) for cell in cells}
@@ -375,7 +375,8 @@ class SittingPlugin:
         state = self.state
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
         for cell in cells:
-            state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell)
+            fingerprint = state.bench.fingerprint(cell.arm, cell.task)
+            state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell, fingerprint)
         spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights) if state.reserved else None
         title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"
         terminalreporter.write_sep("=", title)

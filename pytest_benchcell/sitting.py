@@ -120,7 +120,7 @@ def summary_lines(
             status = f"meets the reporting floor of {floor}"
         else:
             status = f"below the reporting floor of {floor}: {floor - after} more to deepen this cell"
-        lines.append(f"    scored samples: {tally.scored_before} -> {after} ({status})")
+        lines.append(f"    scored samples of the current definition: {tally.scored_before} -> {after} ({status})")
     if spent is not None:
         limit = f" of a budget of {budget:,}" if budget else ""
         lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}")

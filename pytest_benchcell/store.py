@@ -207,18 +207,26 @@ class Store:
                 highest = max(highest, trial)
         return highest
 
-    def count_scored(self, cell: Cell) -> int:
-        """How many scored samples the cell holds (floor and fill decisions).
+    def count_scored(self, cell: Cell, fingerprint: str | None = None) -> int:
+        """How many scored samples the cell holds (floor and fill decisions), optionally only those
+        of one fingerprint: samples of an older definition are not pooled by the report either.
 
-        Only lines that contain the scored marker are parsed, so counting a deep cell stays cheap.
+        Only lines that contain the scored marker (and the fingerprint) are parsed, so counting a
+        deep cell stays cheap.
         """
+        needle = fingerprint.encode() if fingerprint else b""
         count = 0
         for _, raw, _ in _read_lines(self.samples_path(cell)):
-            if _SCORED_MARKER in raw:
+            if _SCORED_MARKER in raw and needle in raw:
                 try:
-                    count += json.loads(raw).get("status") == STATUS_SCORED
+                    sample = json.loads(raw)
                 except ValueError:
                     continue
+                provenance = sample.get("provenance") or {}
+                if sample.get("status") == STATUS_SCORED and (
+                    fingerprint is None or provenance.get("fingerprint") == fingerprint
+                ):
+                    count += 1
         return count
 
     def preview_trials(self, cell: Cell, count: int) -> list[int]:

@@ -60,7 +60,7 @@ def test_a_passing_trial_is_recorded_with_usage_and_tool_calls(pytester: pytest.
         [
             "*benchcell sitting*",
             "shell x make-file: 1 recorded this sitting (1 passed, 0 failed, 0 invalid, 0 errors)",
-            "    scored samples: 0 -> 1 (below the reporting floor of 3: 2 more to deepen this cell)",
+            "    scored samples of the current definition: 0 -> 1 (below the reporting floor of 3: 2 more to deepen this cell)",
             "store: *results*scripted",
         ]
     )
@@ -122,7 +122,7 @@ def test_deepening_continues_numbering_across_sittings_and_keeps_gaps(pytester: 
     second.stdout.fnmatch_lines(
         [
             "bare x say-hello: 2 recorded this sitting (2 passed, 0 failed, 0 invalid, 0 errors)",
-            "    scored samples: 2 -> 4 (meets the reporting floor of 3)",
+            "    scored samples of the current definition: 2 -> 4 (meets the reporting floor of 3)",
         ]
     )
     assert [s["trial"] for s in samples(pytester, "bare", "say-hello")] == [1, 2, 3, 5]

@@ -146,7 +146,7 @@ def test_kill_9_mid_append_leaves_a_store_the_next_sitting_extends(pytester: pyt
     result.assert_outcomes(passed=1)
     lines = path.read_bytes().split(b"\n")
     assert lines[1].endswith(b'"ta') and json.loads(lines[2])["trial"] == 2
-    result.stdout.fnmatch_lines(["    scored samples: 1 -> 2 *"])
+    result.stdout.fnmatch_lines(["    scored samples of the current definition: 1 -> 2 *"])
 
 
 def test_verbose_prints_a_progress_line_per_trial(pytester: pytest.Pytester) -> None:

@@ -148,3 +148,14 @@ def test_concurrent_processes_never_share_a_trial_number_or_lose_a_line(tmp_path
     assert sorted(trials) == list(range(1, workers * rounds + 1))
     lines = Store(tmp_path).samples_path(CELL).read_bytes().split(b"\n")
     assert all(json.loads(line)["padding"] == "x" * 3000 for line in lines if line)
+
+
+def test_count_scored_counts_one_fingerprint_when_asked(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for trial, (status, fingerprint) in enumerate(
+        [("scored", "new"), ("scored", "old"), ("invalid", "new"), ("scored", "new")], start=1
+    ):
+        store.append({**make_sample(trial, status=status), "provenance": {"fingerprint": fingerprint}})
+    assert store.count_scored(CELL) == 3
+    assert store.count_scored(CELL, "new") == 2
+    assert store.count_scored(CELL, "old") == 1
