@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .config import positive_int
 from .report import (
     DEFAULT_WEIGHTS,
     FINGERPRINT_POLICIES,
@@ -57,16 +58,6 @@ def parse_weights(text: str, base: dict[str, float] | None = None) -> dict[str, 
     return weights
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
-
-
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -85,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--store", type=Path, help="the store folder (default: the store named in --config)")
     report.add_argument("--config", type=Path, help="bench.toml: arms, tasks, tiers, floor and [pricing] weights")
-    report.add_argument("--floor", type=_positive_int, help="scored trials a cell needs to count (default 3)")
+    report.add_argument("--floor", type=positive_int, help="scored trials a cell needs to count (default 3)")
     report.add_argument(
         "--weights",
         help="cost-equivalent weights, e.g. fresh_input=1,cache_write=1.25,cache_read=0.1,output=5 "

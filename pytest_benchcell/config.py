@@ -439,6 +439,19 @@ def _facts(task: _Reader, key: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type for counts on the command line: a whole number >= 1, or a clear error."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; allowed: a whole number >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small; allowed: a whole number >= 1")
+    return value
+
+
 def fill_placeholders(text: str, values: Mapping[str, str], *, where: str) -> str:
     """Replace {name} with values[name]; other braces (JSON, shell) are left alone.
 

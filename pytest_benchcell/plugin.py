@@ -9,7 +9,6 @@ Outcome mapping (see the README):
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import threading
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from . import hookspecs
-from .config import Bench, BenchConfigError, load_bench
+from .config import Bench, BenchConfigError, load_bench, positive_int
 from .sample import cost_equivalent, MODEL_REAL, MODEL_SCRIPTED, STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
 from .sitting import (
     CellTally,
@@ -46,35 +45,25 @@ CREDENTIAL_HINT = (
 )
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; allowed: a whole number >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is too small; allowed: a whole number >= 1")
-    return value
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("benchcell", "benchcell: benchmark coding-agent tools one cell at a time")
     group.addoption("--bench-arm", action="append", default=[], dest="bench_arm", metavar="ARM",
                     help="arm(s) to run; repeatable or comma-separated; 'all' selects every arm")
     group.addoption("--bench-task", action="append", default=[], dest="bench_task", metavar="TASK",
                     help="task(s) to run; repeatable or comma-separated; 'all' selects every task")
-    group.addoption("--bench-trials", type=_positive_int, default=None, dest="bench_trials", metavar="N",
+    group.addoption("--bench-trials", type=positive_int, default=None, dest="bench_trials", metavar="N",
                     help="new trials per selected cell this sitting (default: [bench] trials, 5)")
-    group.addoption("--bench-turn-cap", type=_positive_int, default=None, dest="bench_turn_cap", metavar="N",
+    group.addoption("--bench-turn-cap", type=positive_int, default=None, dest="bench_turn_cap", metavar="N",
                     help="agent turns before a trial counts as confused (default: [bench] turn_cap, 40)")
-    group.addoption("--bench-wall-clock-ms", type=_positive_int, default=None, dest="bench_wall_clock_ms",
+    group.addoption("--bench-wall-clock-ms", type=positive_int, default=None, dest="bench_wall_clock_ms",
                     metavar="MS", help="wall-clock backstop per trial; past it the trial is hung (default 300000)")
     group.addoption("--bench-store", default=None, dest="bench_store", metavar="DIR",
                     help="sample store folder (default: [bench] store, bench/results)")
     group.addoption("--bench-config", default=None, dest="bench_config", metavar="PATH",
                     help="the bench definition (default: bench.toml in the rootdir)")
-    group.addoption("--bench-fill", type=_positive_int, nargs="?", const=0, default=None, dest="bench_fill",
+    group.addoption("--bench-fill", type=positive_int, nargs="?", const=0, default=None, dest="bench_fill",
                     metavar="N", help="run only the trials each cell needs to reach N scored samples (default N: the floor)")
-    group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
+    group.addoption("--bench-budget", type=positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
     group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
                     help="score the stored samples of the selected cells again with the current checker (no trials, "
