@@ -363,7 +363,7 @@ class SittingPlugin:
             return
         state = self.state
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
-        for cell in cells:
+        for cell in cells if state.reserved else ():  # collect-only ran nothing: after = before
             fingerprint = state.bench.fingerprint(cell.arm, cell.task)
             state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell, fingerprint)
         spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights) if state.reserved else None

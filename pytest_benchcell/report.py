@@ -399,15 +399,20 @@ _SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BON
 _Row = tuple[Any, ...]
 
 
+_SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
+                  "model", "tier", "bonus")  # fmt: skip
+_take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
+
+
 def _tokens_of(usage: Any) -> tuple[int, int, int, int]:
     """The four components of usage.total; anything absent or malformed counts as 0, never guessed."""
     total = usage.get("total") if type(usage) is dict else None
     if type(total) is not dict:
         return (0, 0, 0, 0)
     try:
-        tokens = _take_tokens(total)
-        if all(type(value) is int for value in tokens):
-            return tokens  # type: ignore[no-any-return]
+        a, b, c, d = _take_tokens(total)
+        if type(a) is int and type(b) is int and type(c) is int and type(d) is int:
+            return (a, b, c, d)
     except KeyError:
         pass
     return tuple(int(total.get(name) or 0) for name in TOKEN_COMPONENTS)  # type: ignore[return-value]
@@ -416,18 +421,20 @@ def _tokens_of(usage: Any) -> tuple[int, int, int, int]:
 def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
     """(fingerprint, row): the few values the report needs; the transcript goes with the dict.
 
-    Runs once per sample of the store. Rows hold only atomic values (tokens become a tuple of ints),
-    which also keeps them cheap for the garbage collector: surviving nested dicts would be rescanned
-    again and again.
+    Runs once per sample of the store, hence the single itemgetter call for a complete sample. Rows
+    hold only atomic values (tokens become a tuple of ints), which also keeps them cheap for the
+    garbage collector: surviving nested dicts would be rescanned again and again.
     """
-    get = sample.get
-    provenance = get("provenance")
+    try:
+        provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = _take_fields(sample)
+    except KeyError:  # an incomplete sample (written by hand, or by an older plugin): field by field
+        provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = (
+            sample.get(name) for name in _SAMPLE_FIELDS
+        )
+    if not seen:
+        seen = sample.get("ended_at") or ""
     fingerprint = str((provenance.get("fingerprint") if type(provenance) is dict else None) or "")
-    row = (
-        get("started_at") or get("ended_at") or "", get("status"), get("outcome"), _tokens_of(get("usage")),
-        get("turns"), get("duration_ms"), get("cost_usd"), get("model"), get("tier"), get("bonus"),
-    )  # fmt: skip
-    return fingerprint, row
+    return fingerprint, (seen, status, outcome, _tokens_of(usage), turns, duration, cost, model, tier, bonus)
 
 
 class _Group:

@@ -36,12 +36,11 @@ from .sample import MODEL_KINDS, STATUS_SCORED, STATUSES
 
 SAMPLES_SUFFIX = ".jsonl"
 RESERVATIONS_SUFFIX = ".trials"
+INDEX_SUFFIX = ".index"  # a rebuildable cache of (status, fingerprint, end offset) per sample
 DEFINITIONS_DIR = "definitions"
 LOCK_NAME = ".lock"
 LOCK_TIMEOUT_S = 60.0
 
-# Samples are written compactly (see _json_line), so a scored sample always contains this.
-_SCORED_MARKER = b'"status":"scored"'
 REQUIRED_SAMPLE_KEYS = ("schema", "id", "arm", "task", "trial", "status", "model_kind")
 
 
@@ -127,8 +126,10 @@ def _last_reserved(path: Path) -> int:
     return 0
 
 
-def _append_bytes(path: Path, payload: bytes) -> None:
-    """Append payload with one O_APPEND write, terminating a torn fragment first, then fsync."""
+def _append_bytes(path: Path, payload: bytes) -> int:
+    """Append payload with one O_APPEND write, terminating a torn fragment first, then fsync.
+
+    Returns the file's size after the write."""
     created = not path.exists()
     if created:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,10 +143,12 @@ def _append_bytes(path: Path, payload: bytes) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
+        end = os.fstat(fd).st_size
     finally:
         os.close(fd)
     if created:
         _fsync_directory(path.parent)
+    return end
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -160,6 +163,16 @@ def _fsync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _fingerprint_of(sample: Mapping[str, Any]) -> str:
+    provenance = sample.get("provenance")
+    value = provenance.get("fingerprint") if isinstance(provenance, dict) else None
+    return str(value or "").replace("\t", " ")
+
+
+def _counts(status: Any, sample_fingerprint: str, wanted: str | None) -> bool:
+    return status == STATUS_SCORED and (wanted is None or sample_fingerprint == wanted)
 
 
 def validate_sample(sample: Mapping[str, Any]) -> None:
@@ -185,6 +198,9 @@ class Store:
     # -- paths -------------------------------------------------------------------------------
     def samples_path(self, cell: Cell) -> Path:
         return self.root / cell.model_kind / cell.arm / f"{cell.task}{SAMPLES_SUFFIX}"
+
+    def index_path(self, cell: Cell) -> Path:
+        return self.root / cell.model_kind / cell.arm / f"{cell.task}{INDEX_SUFFIX}"
 
     def reservations_path(self, cell: Cell) -> Path:
         return self.root / cell.model_kind / cell.arm / f"{cell.task}{RESERVATIONS_SUFFIX}"
@@ -222,23 +238,50 @@ class Store:
         """How many scored samples the cell holds (floor and fill decisions), optionally only those
         of one fingerprint: samples of an older definition are not pooled by the report either.
 
-        Only lines that contain the scored marker (and the fingerprint) are parsed, so counting a
-        deep cell stays cheap.
+        Reads the cell's small index (one short line per sample: status, fingerprint, and where
+        the samples file ended after that append) and parses only the samples written after the
+        last indexed one, so counting stays cheap however deep the cell grows. The index is a
+        cache, never the record: when it is missing or does not match the samples file, the
+        samples themselves are counted.
         """
-        needle = fingerprint.encode() if fingerprint else b""
-        count = 0
-        for _, raw, _ in _read_lines(self.samples_path(cell)):
-            if _SCORED_MARKER in raw and needle in raw:
-                try:
-                    sample = json.loads(raw)
-                except ValueError:
-                    continue
-                provenance = sample.get("provenance") or {}
-                if sample.get("status") == STATUS_SCORED and (
-                    fingerprint is None or provenance.get("fingerprint") == fingerprint
-                ):
-                    count += 1
-        return count
+        counted, indexed_end = self._count_from_index(cell, fingerprint)
+        path = self.samples_path(cell)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return 0
+        if indexed_end > size:  # the index describes another file: trust only the samples
+            counted, indexed_end = 0, 0
+        if indexed_end == size:
+            return counted
+        with path.open("rb") as handle:
+            handle.seek(indexed_end)
+            tail = handle.read()
+        for raw in tail.splitlines():
+            try:
+                sample = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(sample, dict) and _counts(sample.get("status"), _fingerprint_of(sample), fingerprint):
+                counted += 1
+        return counted
+
+    def _count_from_index(self, cell: Cell, fingerprint: str | None) -> tuple[int, int]:
+        counted, end = 0, 0
+        try:
+            data = self.index_path(cell).read_bytes()
+        except FileNotFoundError:
+            return 0, 0
+        for line in data.decode("utf-8", "replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) != 3 or not parts[2].isdigit():
+                return 0, 0  # a damaged index: count from the samples instead
+            status, sample_fingerprint, line_end = parts
+            if int(line_end) < end:
+                return 0, 0
+            end = int(line_end)
+            counted += _counts(status, sample_fingerprint, fingerprint)
+        return counted, end
 
     def preview_trials(self, cell: Cell, count: int) -> list[int]:
         """The numbers a reservation would get now, without writing anything (--collect-only)."""
@@ -265,7 +308,11 @@ class Store:
         path = self.samples_path(cell)
         line = _json_line(sample)  # serialized before taking the lock: the lock guards the disk only
         with self._locked():
-            _append_bytes(path, line)
+            end = _append_bytes(path, line)
+            # The index is a cache (see count_scored): written without fsync, checked on reading.
+            entry = f"{sample['status']}\t{_fingerprint_of(sample)}\t{end}\n".encode()
+            with self.index_path(cell).open("ab") as index:
+                index.write(entry)
         return path
 
     def read_cell(self, cell: Cell) -> CellContents:

@@ -464,3 +464,20 @@ def test_terminal_lines_are_aligned(tmp_path: Path) -> None:
     # Right-aligned number columns end where their rule segment ends.
     rows = lines[start + 2 : start + 4]
     assert len({len(row) for row in rows}) == 1
+
+
+def test_incomplete_samples_are_read_without_guessing(tmp_path: Path) -> None:
+    # Only the store's required keys plus a usage block: no started_at, provenance, cost or duration.
+    bare = [
+        {"schema": 1, "id": f"bare{i}", "arm": "cli", "task": "t1", "trial": i, "status": "scored",
+         "model_kind": "real", "outcome": "pass", "ended_at": f"2026-12-02T12:0{i}:00.000Z",
+         "usage": {"total": {"fresh_input": 100, "cache_write": None, "output": 10}}}
+        for i in range(1, 4)
+    ]  # fmt: skip
+    report = build_report(write_samples(tmp_path, bare), ReportSettings())
+    cell = report.cells[0]
+    assert cell.scored == 3 and cell.fingerprint == ""
+    assert cell.cost_equivalent.mean == 100 + 5 * 10  # absent components are 0, never guessed
+    assert cell.imputed_cost_usd.n == 0 and cell.duration_s.n == 0 and cell.turns.n == 0
+    assert cell.groups[0].last_seen == "2026-12-02T12:03:00.000Z"  # ended_at stands in for started_at
+    validate(report)

@@ -159,3 +159,25 @@ def test_count_scored_counts_one_fingerprint_when_asked(tmp_path: Path) -> None:
     assert store.count_scored(CELL) == 3
     assert store.count_scored(CELL, "new") == 2
     assert store.count_scored(CELL, "old") == 1
+
+
+def test_count_scored_uses_the_index_and_the_samples_written_after_it(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
+    store.append({**make_sample(2, status="invalid"), "provenance": {"fingerprint": "fp"}})
+    assert store.index_path(CELL).read_text().splitlines()[0].startswith("scored\tfp\t")
+    # a sample that reached the samples file but not the index (a crash between the two writes)
+    with store.samples_path(CELL).open("ab") as handle:
+        handle.write((json.dumps({**make_sample(3), "provenance": {"fingerprint": "fp"}}) + "\n").encode())
+    assert store.count_scored(CELL, "fp") == 2
+
+
+def test_count_scored_ignores_an_index_that_does_not_match_the_samples(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
+    store.index_path(CELL).write_text("scored\tfp\t999999\nscored\tfp\t999999\n")  # describes another file
+    assert store.count_scored(CELL, "fp") == 1
+    store.index_path(CELL).write_text("garbage")
+    assert store.count_scored(CELL, "fp") == 1
+    store.index_path(CELL).unlink()
+    assert store.count_scored(CELL, "fp") == 1
