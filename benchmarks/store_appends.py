@@ -1,17 +1,22 @@
 """How fast can concurrent sittings append to one cell? Target: >= 500 appends/s, nothing lost.
 
-    .venv/bin/python benchmarks/store_appends.py [--processes 8] [--appends 500] [--dir DIR]
+    .venv/bin/python benchmarks/store_appends.py [--processes 8] [--appends 500] [--reserve sitting|trial]
+                                                 [--dir DIR]
 
 Starts --processes worker processes (spawned, like separate terminals or xdist workers) that all
-deepen ONE cell of one store in a temporary folder. Each round of a worker is what a trial does to
-the store: Store.reserve_trials(cell, 1) for a fresh trial number, then Store.append of a realistic
-sample of about 2 KB (the fields run_trial writes, a few tool calls, a final answer) carrying that
-number. Both operations take the store-wide filelock and fsync, exactly as in a real sitting: the
-store is used through its public API, nothing is bypassed.
+deepen ONE cell of one store in a temporary folder. Each worker appends --appends realistic samples
+of about 2 KB (the fields run_trial writes, a few tool calls, a final answer) with Store.append,
+each carrying a trial number from Store.reserve_trials: with --reserve sitting (the default) one
+reservation of the whole block per worker, as the plugin reserves a cell's trials once per
+sitting; with --reserve trial a reservation of one number before every append, as
+tests/test_store.py's concurrency test does (the worst case). Every reservation and every append
+takes the store-wide filelock and fsyncs, exactly as in a real sitting: the store is used through
+its public API, nothing is bypassed. Afterwards the same appends are timed from one process alone,
+for comparison without contention.
 
 The workers load and wait on a shared event before the clock starts, so interpreter start-up and
 imports are not timed. appends/s = all appends / wall-clock seconds from the start signal to the
-last worker finishing (one "append" = one reserve + one append, i.e. one trial's store work).
+last worker finishing.
 
 Then the cell is read back and checked: every appended sample present exactly once (zero loss),
 no trial number handed out twice (zero duplicates), trial numbers exactly 1..N, no unreadable or
@@ -25,6 +30,7 @@ import argparse
 import json
 import multiprocessing
 import queue
+import resource
 import os
 import shutil
 import statistics
@@ -145,12 +151,12 @@ def worker(root: str, rounds: int, index: int, ready, start, results, per_sittin
     results.put((index, time.perf_counter() - began, latencies, ids))
 
 
-def breakdown(root: Path, store: Store, rounds: int, wall: float) -> None:
+def breakdown(root: Path, store: Store, rounds: int, wall: float, reservations: int) -> None:
     """Where one round's time goes, measured in this process on the same disk (a few seconds).
 
-    Every round holds the store-wide lock twice (reserve, append); while it is held the round
-    fsyncs once per operation and reserve_trials also reads the cell's whole reservations file.
-    Nothing else can use the lock meanwhile, so these costs add up across processes.
+    Every append, and every reservation (one per round, or one per sitting), holds the store-wide
+    lock and fsyncs once while holding it; reserve_trials also reads the tail of the reservations
+    file. Nothing else can use the lock meanwhile, so these costs add up across processes.
     """
     import filelock
 
@@ -180,16 +186,27 @@ def breakdown(root: Path, store: Store, rounds: int, wall: float) -> None:
     read_one_ms = timed(lambda: small.highest_trial(CELL), 200)
     lock = filelock.FileLock(str(scratch / ".lock"))
     lock_ms = timed(lambda: (lock.acquire(), lock.release()), 500)
-    # reserve_trials reads a file that grew by one line per round: on average half the final size.
-    busy_s = rounds * (2 * fsync_ms + 2 * lock_ms + (read_one_ms + read_full_ms) / 2) / 1000
-    ceiling = 1000 / (2 * fsync_ms)
+    per_round = 1 + reservations / rounds  # locked, fsynced operations per append
+    busy_s = (rounds * (fsync_ms + lock_ms) + reservations * (fsync_ms + lock_ms + (read_one_ms + read_full_ms) / 2)) / 1000
+    ceiling = 1000 / (per_round * fsync_ms)
     print("  where the time goes (measured here, same disk):")
-    print(f"    write+fsync of 2 KB: {fsync_ms:.1f} ms; a round fsyncs twice under the one store lock "
-          f"-> at most {ceiling:,.0f} rounds/s on this disk whatever the code does ({1000 / fsync_ms:,.0f}/s if only appends fsynced)")
+    print(f"    write+fsync of 2 KB: {fsync_ms:.1f} ms; {per_round:.2f} fsyncs per append under the one store lock "
+          f"-> at most {ceiling:,.0f} appends/s on this disk whatever the code does")
     print(f"    reserve_trials reads only the tail of the .trials file: highest_trial() takes "
           f"{read_one_ms:.2f} ms at 1 line, {read_full_ms:.2f} ms at {lines:,} lines")
     print(f"    uncontended lock acquire+release {lock_ms:.2f} ms; estimated lock-held time {busy_s:.1f} s of the "
           f"{wall:.1f} s wall clock ({busy_s / wall:.0%}); the rest is lock hand-off (1 ms polls) and scheduling")
+
+
+def single_process_rate(root: Path, total: int, per_sitting: bool) -> float:
+    """The same appends from one process, in this one (no lock contention at all)."""
+    store = Store(root)
+    started = time.perf_counter()
+    block = iter(store.reserve_trials(CELL, total, sitting="alone")) if per_sitting else None
+    for _ in range(total):
+        trial = next(block) if block is not None else store.reserve_trials(CELL, 1, sitting="alone")[0]
+        store.append(realistic_sample(trial, 0, "alone"))
+    return total / (time.perf_counter() - started)
 
 
 def filesystem_of(path: Path) -> str:
@@ -233,6 +250,8 @@ def main() -> int:
         for process in processes:
             process.join(timeout=30)
         exit_codes = [process.exitcode for process in processes]
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the reaped workers, start-up included
+        workers_cpu = usage.ru_utime + usage.ru_stime
 
         total = args.processes * args.appends
         latencies = sorted(lat for _, _, lats, _ in reports for lat in lats)
@@ -282,7 +301,10 @@ def main() -> int:
             and len(contents.samples) == total
             and exit_codes == [0] * args.processes
         )
-        breakdown(root, store, total, wall)
+        alone = single_process_rate(root / "alone", total, args.reserve == "sitting")
+        print(f"  contention: the {args.processes} workers used {workers_cpu:.1f} CPU s (start-up included) for "
+              f"{wall:.1f} s of wall clock; the same {total} appends from one process alone run at {alone:,.0f} appends/s")
+        breakdown(root, store, total, wall, len([line for line in store.reservations_path(CELL).read_bytes().split(b"\n") if line]))
         return 0 if ok else 1
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -156,6 +156,7 @@ def _call_hook(hook: Any, **kwargs: Any) -> Any:
 
 def _new_sample(spec: TrialSpec) -> dict[str, Any]:
     bench, task = spec.bench, spec.bench.tasks[spec.task]
+    versions = sdk_versions()  # imports the SDK on the first trial: not part of the trial's time
     return {
         "schema": SCHEMA_VERSION,
         "id": new_sample_id(),
@@ -186,7 +187,7 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
         "bounds": {"turn_cap": spec.turn_cap, "wall_clock_ms": spec.wall_clock_ms},
         "provenance": {
             "plugin": __version__,
-            **sdk_versions(),
+            **versions,
             "python": f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
             "fingerprint": bench.fingerprint(spec.arm, spec.task),
             "model_kind": spec.model_kind,
