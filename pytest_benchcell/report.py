@@ -79,6 +79,7 @@ class ReportError(ValueError):
 class TaskInfo:
     tier: str
     bonus: bool = False
+    arms: tuple[str, ...] = ()  # arms that can do the task (bonus tasks); () = every arm
 
 
 @dataclass
@@ -350,6 +351,7 @@ class TaskEntry:
     task: str
     tier: str
     bonus: bool
+    arms: list[str] = field(default_factory=list)  # arms that can do it; [] = every arm
 
 
 @dataclass(frozen=True)
@@ -519,7 +521,10 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         weights={name: float(bench.weights[name]) for name in TOKEN_COMPONENTS},
         model_kind=model_kind,
         arms=list(bench.arms),
-        tasks={task_id: TaskInfo(tier=task.tier, bonus=task.bonus) for task_id, task in bench.tasks.items()},
+        tasks={
+            task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
+            for task_id, task in bench.tasks.items()
+        },
     )
 
 
@@ -674,7 +679,7 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         ),  # fmt: skip
         store=store_info,
         arms=arms,
-        tasks=[TaskEntry(task, info.tier, info.bonus) for task, info in catalogue.items()],
+        tasks=[TaskEntry(task, info.tier, info.bonus, list(info.arms)) for task, info in catalogue.items()],
         notices=[],
         headline=headline,
         coverage=[_arm_coverage(context, arm) for arm in arms],
@@ -697,7 +702,9 @@ def _catalogue(settings: ReportSettings, summaries: Mapping[tuple[str, str], Cel
     for (_, task), summary in sorted(summaries.items()):
         known = found.get(task)
         tier = known.tier if known and known.tier else summary.tier
-        found[task] = TaskInfo(tier=tier, bonus=(known.bonus if known else False) or summary.bonus)
+        found[task] = TaskInfo(
+            tier=tier, bonus=(known.bonus if known else False) or summary.bonus, arms=known.arms if known else ()
+        )
     return dict(sorted(found.items()))
 
 
@@ -1425,7 +1432,11 @@ def _bonus_blocks(report: Report) -> list[_Block]:
     if not report.bonus.tasks:
         return blocks + [_Text("No bonus tasks.")]
     rows = []
+    applicable = {entry.task: entry.arms for entry in report.tasks}
     for cell in report.bonus.cells:
+        if applicable.get(cell.task) and cell.arm not in applicable[cell.task]:
+            rows.append([cell.task, cell.arm, "n/a", "not applicable to this arm", DASH, DASH, DASH])
+            continue
         success = f"{cell.success.successes}/{cell.scored} {_rate_text(cell.success)}" if cell.scored else DASH
         rows.append([cell.task, cell.arm, str(cell.scored), success, _mean_median(cell.cost_equivalent, _tokens),
                      str(cell.invalid), str(cell.error)])  # fmt: skip
