@@ -86,3 +86,14 @@ def test_bad_report_weights_are_a_usage_error(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--bench-report", "--bench-weights", "cache_reed=0.1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--bench-weights: unknown component 'cache_reed'; allowed: fresh_input*"])
+
+
+def test_a_bonus_task_shows_not_applicable_for_arms_that_cannot_do_it(pytester: pytest.Pytester) -> None:
+    from benches import BENCH_TOML
+
+    bonus = '\n[tasks.shell-only]\ntier = "read"\nbonus = true\narms = ["shell"]\nintent = "x"\nrequired_facts = ["x"]\n'
+    write_bench(pytester, BENCH_TOML + bonus)
+    Store(pytester.path / "results").append(make_sample("shell", "shell-only", tier="read", bonus=True))
+    result = pytester.runpytest("--bench-report", "--bench-task", "shell-only")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*shell-only*shell*1*", "*shell-only*bare*n/a*not applicable to this arm*"])
