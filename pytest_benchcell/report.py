@@ -496,7 +496,7 @@ def _read_cell(store: Store, cell: Cell, weights: Sequence[float], problems: lis
     by_fingerprint: dict[str, list[_Row]] = {}
     where: dict[str, tuple[str, int]] = {}  # sample id -> (fingerprint, row index)
     rescored: dict[str, Any] = {}  # sample id -> latest outcome
-    for sample in store.iter_samples(problems, cells=[cell]):
+    for sample in store.iter_summaries(problems, cells=[cell]):  # the index where it can, else the samples
         if sample.get("status") == STATUS_RESCORE:
             rescored[str(sample.get("rescore_of"))] = sample.get("outcome")
             continue

@@ -165,6 +165,88 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+_INDEX_FIELDS = (
+    "status", "fingerprint", "end", "start", "id", "outcome", "fresh_input", "cache_write", "cache_read",
+    "output", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "rescore_of",
+)  # fmt: skip
+
+
+def _clean(value: Any) -> str:
+    return "" if value is None else str(value).replace("\t", " ").replace("\n", " ")
+
+
+def _index_entry(sample: Mapping[str, Any], start: int, end: int) -> bytes:
+    """One index line: what counting and reports need of a sample, tab-separated."""
+    usage = sample.get("usage")
+    total = usage.get("total") if isinstance(usage, dict) else None
+    total = total if isinstance(total, dict) else {}
+    fields = {
+        **{name: sample.get(name) for name in _INDEX_FIELDS},
+        **{name: total.get(name, 0) for name in ("fresh_input", "cache_write", "cache_read", "output")},
+        "fingerprint": _fingerprint_of(sample),
+        "start": start,
+        "end": end,
+        "bonus": "1" if sample.get("bonus") is True else "",
+        "started_at": sample.get("started_at") or sample.get("ended_at"),  # when the sample was seen
+    }
+    return ("\t".join(_clean(fields[name]) for name in _INDEX_FIELDS) + "\n").encode()
+
+
+def _number(text: str, kind: type) -> Any:
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        return None
+
+
+def _summary_from_index(row: list[str], cell: Cell) -> dict[str, Any]:
+    """A sample reduced to the fields a report reads, rebuilt from its index line."""
+    value = dict(zip(_INDEX_FIELDS, row))
+    tokens = {name: _number(value[name], int) or 0 for name in ("fresh_input", "cache_write", "cache_read", "output")}
+    summary: dict[str, Any] = {
+        "id": value["id"],
+        "arm": cell.arm,
+        "task": cell.task,
+        "model_kind": cell.model_kind,
+        "status": value["status"],
+        "outcome": value["outcome"] or None,
+        "usage": {"total": tokens},
+        "turns": _number(value["turns"], int),
+        "duration_ms": _number(value["duration_ms"], int),
+        "cost_usd": _number(value["cost_usd"], float),
+        "model": value["model"] or None,
+        "tier": value["tier"] or None,
+        "bonus": value["bonus"] == "1",
+        "started_at": value["started_at"] or None,
+        "provenance": {"fingerprint": value["fingerprint"]},
+    }
+    if value["rescore_of"]:
+        summary["rescore_of"] = value["rescore_of"]
+    return summary
+
+
+def _parse_chunk(path: Path, chunk: bytes, first_line: int, problems: list[Problem], *, final: bool) -> Iterator[dict[str, Any]]:
+    """Parse a piece of a samples file that the index does not describe."""
+    lines = chunk.split(b"\n")
+    for offset, raw in enumerate(lines):
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        terminated = offset < len(lines) - 1 or not final
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
+            problems.append(Problem(path, first_line + offset + 1, f"{why}; {len(stripped)} bytes kept as they are"))
+            continue
+        if isinstance(value, dict):
+            yield value
+        else:
+            problems.append(Problem(path, first_line + offset + 1, "line is JSON but not an object"))
+
+
 def _fingerprint_of(sample: Mapping[str, Any]) -> str:
     provenance = sample.get("provenance")
     value = provenance.get("fingerprint") if isinstance(provenance, dict) else None
@@ -274,14 +356,62 @@ class Store:
             return 0, 0
         for line in data.decode("utf-8", "replace").splitlines():
             parts = line.split("\t")
-            if len(parts) != 3 or not parts[2].isdigit():
+            if len(parts) < 3 or not parts[2].isdigit():
                 return 0, 0  # a damaged index: count from the samples instead
-            status, sample_fingerprint, line_end = parts
+            status, sample_fingerprint, line_end = parts[:3]
             if int(line_end) < end:
                 return 0, 0
             end = int(line_end)
             counted += _counts(status, sample_fingerprint, fingerprint)
         return counted, end
+
+    def iter_summaries(self, problems: list[Problem], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
+        """Like iter_samples, but each sample reduced to the fields reports need, read from the
+        per-cell index where it is complete and consistent (no JSON parse of transcripts), and
+        from the samples file itself everywhere else: before the index begins, in any gap the
+        index does not cover (a torn fragment is reported there as it would be by iter_samples),
+        and after the last indexed sample."""
+        for cell in self.cells() if cells is None else cells:
+            rows = self._index_rows(cell)
+            if rows is None:
+                yield from _parse_jsonl(self.samples_path(cell), problems)
+                continue
+            yield from self._summaries_of(cell, rows, problems)
+
+    def _index_rows(self, cell: Cell) -> list[list[str]] | None:
+        try:
+            data = self.index_path(cell).read_bytes()
+        except FileNotFoundError:
+            return None
+        rows = [line.split("\t") for line in data.decode("utf-8", "replace").splitlines()]
+        if not rows or any(len(row) != len(_INDEX_FIELDS) for row in rows):
+            return None
+        return rows
+
+    def _summaries_of(self, cell: Cell, rows: list[list[str]], problems: list[Problem]) -> Iterator[dict[str, Any]]:
+        path = self.samples_path(cell)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return
+        position, line_number = 0, 0
+        with path.open("rb") as handle:
+            for row in rows:
+                start, end = int(row[3]), int(row[2])
+                if start < position or end > size:  # the index describes another file
+                    handle.seek(0)
+                    yield from _parse_jsonl(path, problems)
+                    return
+                if start > position:
+                    handle.seek(position)
+                    gap = handle.read(start - position)
+                    yield from _parse_chunk(path, gap, line_number, problems, final=False)
+                    line_number += gap.count(b"\n")
+                yield _summary_from_index(row, cell)
+                position, line_number = end, line_number + 1
+            if position < size:
+                handle.seek(position)
+                yield from _parse_chunk(path, handle.read(), line_number, problems, final=True)
 
     def preview_trials(self, cell: Cell, count: int) -> list[int]:
         """The numbers a reservation would get now, without writing anything (--collect-only)."""
@@ -310,9 +440,8 @@ class Store:
         with self._locked():
             end = _append_bytes(path, line)
             # The index is a cache (see count_scored): written without fsync, checked on reading.
-            entry = f"{sample['status']}\t{_fingerprint_of(sample)}\t{end}\n".encode()
             with self.index_path(cell).open("ab") as index:
-                index.write(entry)
+                index.write(_index_entry(sample, end - len(line), end))
         return path
 
     def read_cell(self, cell: Cell) -> CellContents:

@@ -181,3 +181,42 @@ def test_count_scored_ignores_an_index_that_does_not_match_the_samples(tmp_path:
     assert store.count_scored(CELL, "fp") == 1
     store.index_path(CELL).unlink()
     assert store.count_scored(CELL, "fp") == 1
+
+
+REPORT_FIELDS = ("id", "status", "outcome", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at")
+
+
+def _rich(trial: int, **extra) -> dict:
+    return {**make_sample(trial), "usage": {"total": {"fresh_input": 10 * trial, "cache_write": 2, "cache_read": 30,
+            "output": 4}}, "turns": trial, "duration_ms": 1000 + trial, "cost_usd": 0.5, "model": "m\tx",
+            "tier": "read", "bonus": trial % 2 == 0, "started_at": "2026-12-02T12:00:00.000Z",
+            "provenance": {"fingerprint": "fp"}, "tool_calls": [{"output": "x" * 500}], **extra}  # fmt: skip
+
+
+def test_summaries_from_the_index_match_the_samples(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for trial in range(1, 5):
+        store.append(_rich(trial))
+    full = list(store.iter_samples([]))
+    summaries = list(store.iter_summaries([]))
+    assert len(summaries) == len(full) == 4
+    for sample, summary in zip(full, summaries):
+        expected = {k: sample[k] for k in REPORT_FIELDS}
+        expected["model"] = "m x"  # tabs cannot live in the index
+        assert {k: summary[k] for k in REPORT_FIELDS} == expected
+        assert summary["usage"]["total"] == sample["usage"]["total"]
+        assert summary["provenance"]["fingerprint"] == "fp"
+
+
+def test_summaries_report_a_torn_fragment_the_index_skips_and_read_unindexed_tails(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append(_rich(1))
+    with store.samples_path(CELL).open("ab") as handle:
+        handle.write(b'{"schema":1,"id":"torn')  # a crash mid-write: never indexed
+    store.append(_rich(2))
+    with store.samples_path(CELL).open("ab") as handle:  # written, but the index line was lost
+        handle.write((json.dumps(_rich(3)) + "\n").encode())
+    problems: list = []
+    summaries = list(store.iter_summaries(problems))
+    assert [s["id"] for s in summaries] == ["id-cli-count-open-1", "id-cli-count-open-2", "id-cli-count-open-3"]
+    assert len(problems) == 1 and problems[0].line == 2 and "unreadable line" in problems[0].message
