@@ -36,6 +36,7 @@ from .store import Cell, Store, StoreError
 SITTING_KEY = pytest.StashKey[SittingState]()
 STATUS_PROPERTY = "benchcell_status"
 PROGRESS_PROPERTY = "benchcell_progress"
+COST_PROPERTY = "benchcell_cost"
 WORKER_PLAN_KEY = "benchcell_plan"
 CREDENTIAL_HINT = (
     "a real-model sitting needs credentials for the Claude Code CLI: set ANTHROPIC_API_KEY (API "
@@ -296,6 +297,7 @@ class TrialItem(pytest.Item):
         self.user_properties.append(("benchcell_sample", sample["id"]))
         self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
         cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
+        self.user_properties.append((COST_PROPERTY, cost))
         progress = f"{sample['turns']} turns, {cost:,.0f} cost-eq tokens, {sample['duration_ms'] / 1000:.1f} s"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
@@ -351,7 +353,7 @@ class SittingPlugin:
         outcome = properties.get("benchcell_outcome")
         tally = self.state.tallies.get(tuple(cell))
         if tally is not None:
-            tally.count(status, outcome)
+            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0))
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
             name = report.nodeid.rsplit("::", 1)[-1]
@@ -366,7 +368,8 @@ class SittingPlugin:
         for cell in cells if state.reserved else ():  # collect-only ran nothing: after = before
             fingerprint = state.bench.fingerprint(cell.arm, cell.task)
             state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell, fingerprint)
-        spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights) if state.reserved else None
+        # The controller saw every trial's report (xdist workers' too): no need to re-read the store.
+        spent = sum(tally.spent for tally in state.tallies.values()) if state.reserved else None
         title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"
         terminalreporter.write_sep("=", title)
         lines = summary_lines(

@@ -76,10 +76,12 @@ class CellTally:
     failed: int = 0
     invalid: int = 0
     errors: int = 0
+    spent: float = 0.0  # cost-equivalent tokens of this sitting's trials
     scored_after: int | None = None
 
-    def count(self, status: str, outcome: str | None) -> None:
+    def count(self, status: str, outcome: str | None, cost: float = 0.0) -> None:
         self.recorded += 1
+        self.spent += cost
         if status == STATUS_SCORED:
             if outcome == "pass":
                 self.passed += 1
