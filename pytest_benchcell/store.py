@@ -92,8 +92,11 @@ def _read_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
                 yield number, stripped, terminated
 
 
-def _parse_jsonl(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
-    for number, raw, terminated in _read_lines(path):
+def _decode_lines(
+    path: Path, lines: Iterable[tuple[int, bytes, bool]], problems: list[Problem]
+) -> Iterator[dict[str, Any]]:
+    """Decode (line number, raw line, terminated) triples into samples, reporting the rest."""
+    for number, raw, terminated in lines:
         try:
             value = json.loads(raw)
         except ValueError:
@@ -104,6 +107,10 @@ def _parse_jsonl(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]
             problems.append(Problem(path, number, "line is JSON but not an object"))
             continue
         yield value
+
+
+def _parse_jsonl(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
+    return _decode_lines(path, _read_lines(path), problems)
 
 
 RESERVATION_TAIL_BYTES = 64 * 1024
@@ -230,21 +237,12 @@ def _summary_from_index(row: list[str], cell: Cell) -> dict[str, Any]:
 def _parse_chunk(path: Path, chunk: bytes, first_line: int, problems: list[Problem], *, final: bool) -> Iterator[dict[str, Any]]:
     """Parse a piece of a samples file that the index does not describe."""
     lines = chunk.split(b"\n")
-    for offset, raw in enumerate(lines):
-        stripped = raw.strip()
-        if not stripped:
-            continue
-        terminated = offset < len(lines) - 1 or not final
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
-            problems.append(Problem(path, first_line + offset + 1, f"{why}; {len(stripped)} bytes kept as they are"))
-            continue
-        if isinstance(value, dict):
-            yield value
-        else:
-            problems.append(Problem(path, first_line + offset + 1, "line is JSON but not an object"))
+    numbered = (
+        (first_line + offset + 1, raw.strip(), offset < len(lines) - 1 or not final)
+        for offset, raw in enumerate(lines)
+        if raw.strip()
+    )
+    return _decode_lines(path, numbered, problems)
 
 
 def _fingerprint_of(sample: Mapping[str, Any]) -> str:
