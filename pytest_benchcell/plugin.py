@@ -129,11 +129,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         missing = "--bench-task" if option.bench_arm else "--bench-arm"
         raise pytest.UsageError(f"{missing} is missing: a sitting needs both --bench-arm and --bench-task (or 'all')")
     bench = _load(config)
-    try:
-        arms = resolve_selection(option.bench_arm, bench.arms, kind="arm", option="--bench-arm")
-        tasks = resolve_selection(option.bench_task, bench.tasks, kind="task", option="--bench-task")
-    except BenchConfigError as exc:
-        raise pytest.UsageError(f"{bench.path}: {exc}") from None
+    arms, tasks = _selection(bench, option.bench_arm, option.bench_task)
     if option.bench_fill is not None and option.bench_trials is not None:
         raise pytest.UsageError("--bench-fill and --bench-trials exclude each other: fill decides the trials per cell")
     worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
@@ -184,6 +180,17 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     for arm, task in cells:
         state.tallies[(arm, task)] = CellTally(arm=arm, task=task, scored_before=scored[(arm, task)])
     return state
+
+
+def _selection(bench: Bench, arms: list[str], tasks: list[str]) -> tuple[list[str], list[str]]:
+    """The arms and tasks named on the command line ('all' expanded), or a UsageError."""
+    try:
+        return (
+            resolve_selection(arms, bench.arms, kind="arm", option="--bench-arm"),
+            resolve_selection(tasks, bench.tasks, kind="task", option="--bench-task"),
+        )
+    except BenchConfigError as exc:
+        raise pytest.UsageError(f"{bench.path}: {exc}") from None
 
 
 def _run_probe(config: pytest.Config, bench: Bench) -> dict[str, Any] | None:
@@ -418,11 +425,7 @@ class OffloadPlugin:
 
     def selected_cells(self, model_kind: str) -> list[Cell]:
         option = self.config.option
-        try:
-            arms = resolve_selection(option.bench_arm or ["all"], self.bench.arms, kind="arm", option="--bench-arm")
-            tasks = resolve_selection(option.bench_task or ["all"], self.bench.tasks, kind="task", option="--bench-task")
-        except BenchConfigError as exc:
-            raise pytest.UsageError(f"{self.bench.path}: {exc}") from None
+        arms, tasks = _selection(self.bench, option.bench_arm or ["all"], option.bench_task or ["all"])
         return [Cell(model_kind, arm, task) for arm in arms for task in tasks]
 
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool:
