@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .sample import add_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
+from .sample import sum_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
 
 GuardFunction = Callable[[str, Mapping[str, Any]], "tuple[bool, str]"]
 
@@ -221,10 +221,7 @@ def _absorb_message(message: Any, result: AgentResult) -> None:
             # One API call can arrive as several messages, so they are keyed by message id.
             key = message.message_id or f"message-{len(result.partial_usage)}"
             result.partial_usage[key] = tokens_from_snake(message.usage)
-            total = zero_tokens()
-            for tokens in result.partial_usage.values():
-                total = add_tokens(total, tokens)
-            result.usage_total = total
+            result.usage_total = sum_tokens(result.partial_usage.values())
     elif isinstance(message, UserMessage) and isinstance(message.content, list):
         for block in message.content:
             if isinstance(block, ToolResultBlock):
@@ -250,10 +247,7 @@ def _absorb_message(message: Any, result: AgentResult) -> None:
         by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
         if by_model:
             result.usage_by_model = by_model
-            total = zero_tokens()
-            for tokens in by_model.values():
-                total = add_tokens(total, tokens)
-            result.usage_total = total
+            result.usage_total = sum_tokens(by_model.values())
         elif message.usage:
             result.usage_total = tokens_from_snake(message.usage)
 

@@ -71,6 +71,13 @@ def add_tokens(left: Mapping[str, int], right: Mapping[str, int]) -> dict[str, i
     return {name: int(left.get(name, 0)) + int(right.get(name, 0)) for name in TOKEN_COMPONENTS}
 
 
+def sum_tokens(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total = zero_tokens()
+    for part in parts:
+        total = add_tokens(total, part)
+    return total
+
+
 def raw_tokens(tokens: Mapping[str, int]) -> int:
     return sum(int(tokens.get(name, 0)) for name in TOKEN_COMPONENTS)
 
