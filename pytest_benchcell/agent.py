@@ -73,6 +73,34 @@ class AgentResult:
         return self.subtype == "error_max_turns"
 
 
+# The SDK modules a trial touches, imported up front. The SDK imports some of them (and `mcp`) only
+# when a client connects: an interrupt (a pytest-timeout, Ctrl-C) landing in the middle of such an
+# import leaves a half-initialised module in sys.modules, and every later trial fails on it.
+SDK_MODULES = (
+    "claude_agent_sdk",
+    "claude_agent_sdk._internal.client",
+    "claude_agent_sdk._internal.query",
+    "claude_agent_sdk._internal.transport.subprocess_cli",
+    "claude_agent_sdk._internal.sdk_mcp_bridge",
+    "claude_agent_sdk._internal._mcp_compat",
+    "mcp.server",
+    "mcp.shared.message",
+    "mcp.shared.memory",
+)
+
+
+def import_sdk() -> None:
+    """Import the SDK completely, outside any trial (the plugin calls this at sitting start)."""
+    import importlib
+
+    for name in SDK_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an internal module of another SDK version: nothing to preload
+            if name == "claude_agent_sdk":
+                raise
+
+
 def sdk_versions() -> dict[str, str]:
     """The installed SDK and bundled CLI versions, for provenance."""
     try:

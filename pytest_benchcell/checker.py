@@ -660,6 +660,12 @@ def _validate_change(change: Any) -> None:
         raise ValueError(f"{change['op']} needs a value")
 
 
+def validate_change(change: Any) -> None:
+    """Raise ValueError if a change is malformed (keys, op, value, path syntax); the state is not needed."""
+    _validate_change(change)
+    _parse_path(change["path"])
+
+
 def apply_changes(state: Any, changes: Sequence[Mapping[str, Any]]) -> Any:
     """A deep copy of ``state`` with the changes applied in order (the input is left untouched)."""
     if isinstance(changes, (str, Mapping)) or not isinstance(changes, Iterable):

@@ -7,6 +7,7 @@ Unknown keys are errors too: a typo such as `turncap` must not silently fall bac
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -39,6 +40,14 @@ PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 class BenchConfigError(Exception):
     """bench.toml is missing or invalid. The message is complete and meant for the user."""
+
+
+def did_you_mean(value: Any, allowed: Any) -> str:
+    """' (did you mean 'x'?)' for a near-miss of one of the allowed names, else ''."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(name) for name in allowed], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -151,9 +160,9 @@ class _Reader:
             self.fail(where, table, "a table")
         self.table: dict[str, Any] = table
 
-    def fail(self, key: str, value: Any, allowed: str) -> None:
+    def fail(self, key: str, value: Any, allowed: str, *, choices: Any = ()) -> None:
         raise BenchConfigError(
-            f"{self.file}: {self._key(key)} has value {_show(value)}; allowed: {allowed}"
+            f"{self.file}: {self._key(key)} has value {_show(value)}{did_you_mean(value, choices)}; allowed: {allowed}"
         )
 
     def _key(self, key: str) -> str:
@@ -163,7 +172,7 @@ class _Reader:
         for key in self.table:
             if key not in allowed:
                 raise BenchConfigError(
-                    f"{self.file}: [{self.where}] has unknown key {key!r}; "
+                    f"{self.file}: [{self.where}] has unknown key {key!r}{did_you_mean(key, allowed)}; "
                     f"allowed keys: {', '.join(allowed)}"
                 )
 
@@ -233,15 +242,20 @@ def load_bench(path: str | Path) -> Bench:
         document = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BenchConfigError(f"{file}: is not valid TOML: {exc}") from None
-    return _parse(file, document)
+    return parse_bench(file, document)
 
 
-def _parse(file: Path, document: dict[str, Any]) -> Bench:
+TOP_LEVEL_TABLES = ("bench", "pricing", "checker", "arms", "tasks")
+
+
+def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
+    """Validate a parsed bench.toml document; `file` is where it lives (relative paths start there)."""
     top = _Reader(file, "bench.toml", document)
     for key in document:
-        if key not in ("bench", "pricing", "checker", "arms", "tasks"):
+        if key not in TOP_LEVEL_TABLES:
             raise BenchConfigError(
-                f"{file}: unknown top-level table [{key}]; allowed: [bench], [pricing], [checker], [arms.NAME], [tasks.ID]"
+                f"{file}: unknown top-level table [{key}]{did_you_mean(key, TOP_LEVEL_TABLES)}; "
+                f"allowed: [bench], [pricing], [checker], [arms.NAME], [tasks.ID]"
             )
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
@@ -274,7 +288,8 @@ def _parse(file: Path, document: dict[str, Any]) -> Bench:
         for arm_name in task.arms:
             if arm_name not in arms:
                 raise BenchConfigError(
-                    f"{file}: [tasks.{task.id}] arms has value {arm_name!r}; allowed: {', '.join(arms)}"
+                    f"{file}: [tasks.{task.id}] arms has value {arm_name!r}{did_you_mean(arm_name, arms)}; "
+                    f"allowed: {', '.join(arms)}"
                 )
 
     checker_table = _Reader(file, "checker", document.get("checker", {}))
@@ -286,7 +301,7 @@ def _parse(file: Path, document: dict[str, Any]) -> Bench:
     if "whitespace" in checker_table.table:
         whitespace = checker_table.string("whitespace")
         if whitespace not in WHITESPACE_POLICIES:
-            checker_table.fail("whitespace", whitespace, ", ".join(WHITESPACE_POLICIES))
+            checker_table.fail("whitespace", whitespace, ", ".join(WHITESPACE_POLICIES), choices=WHITESPACE_POLICIES)
         state_policy["whitespace"] = whitespace
 
     return Bench(
@@ -323,7 +338,8 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
         if tool not in BUILTIN_TOOLS:
-            arm.fail("tools", tool, f"built-in tools {', '.join(BUILTIN_TOOLS)} (MCP tools come from mcp_servers)")
+            arm.fail("tools", tool, f"built-in tools {', '.join(BUILTIN_TOOLS)} (MCP tools come from mcp_servers)",
+                     choices=BUILTIN_TOOLS)
     binaries = arm.strings("binaries")
     if binaries and "Bash" not in tools:
         arm.fail("binaries", list(binaries), "binaries only with \"Bash\" in tools (this arm has no shell)")
@@ -397,7 +413,7 @@ def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...])
     task.only("tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state", "changes", "arms")
     tier = task.string("tier", required=True)
     if tier not in tiers:
-        task.fail("tier", tier, f"{', '.join(tiers)} (declare your own in [bench] tiers)")
+        task.fail("tier", tier, f"{', '.join(tiers)} (declare your own in [bench] tiers)", choices=tiers)
     intent = task.string("intent", required=True)
     required = _facts(task, "required_facts")
     forbidden = _facts(task, "forbidden_facts")
@@ -408,9 +424,14 @@ def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...])
     changes = task.table.get("changes", [])
     if not isinstance(changes, list):
         task.fail("changes", changes, "a list of change tables ({ op = ..., path = ..., value = ... })")
-    for change in changes:
-        if not isinstance(change, dict) or change.get("op") not in CHANGE_OPS or not isinstance(change.get("path"), str):
-            task.fail("changes", change, f"tables with op = one of {', '.join(CHANGE_OPS)} and a path string")
+    from . import checker  # pure; the checker's own rules decide what a well-formed change is
+
+    for number, change in enumerate(changes, start=1):
+        try:
+            checker.validate_change(change)
+        except ValueError as exc:
+            task.fail(f"changes (change {number})", change, f"{exc}; changes are tables with op = one of "
+                      f"{', '.join(CHANGE_OPS)}, a path and (but for delete) a value")
     if changes and not check_state:
         task.fail("changes", changes, "changes only with check_state = true (they describe the expected end state)")
     return Task(
@@ -427,15 +448,19 @@ def _parse_task(file: Path, task_id: str, task: _Reader, tiers: tuple[str, ...])
 
 
 def _facts(task: _Reader, key: str) -> tuple[Any, ...]:
+    """The facts as declared, each compiled by the checker now (a bad regex or an `any_of` string
+    where a list belongs stops the load), so no trial is reserved for a task that cannot be scored."""
+    from . import checker
+
     value = task.table.get(key, [])
     if not isinstance(value, list):
         task.fail(key, value, "a list of facts (strings, or tables with any_of / pattern)")
-    for fact in value:
-        if isinstance(fact, str) and fact.strip():
-            continue
-        if isinstance(fact, dict) and (fact.get("any_of") or fact.get("pattern")):
-            continue
-        task.fail(key, fact, "a non-empty string or a table with any_of = [...] and/or pattern = '...'")
+    for number, fact in enumerate(value, start=1):
+        try:
+            checker.fact_from_config(fact)
+        except ValueError as exc:
+            task.fail(f"{key} (fact {number})", fact,
+                      f"a non-empty string or a table with any_of = [...] and/or pattern = '...' ({exc})")
     return tuple(value)
 
 

@@ -5,39 +5,44 @@ Outcome mapping (see the README):
 - scored incorrect/confused/hung   -> FAILED, "<tag>: <reason>" in the short summary
 - invalid (a foreign tool ran)     -> INVALID (letter I), counted apart, never a pass
 - harness error                    -> ERROR (letter E), counted apart from agent failures
+
+Cheap when unused: pytest imports this module in every run of every project that has the plugin
+installed, so it imports nothing of its own at module level but the hook specifications; the cores
+(config, store, sitting, filelock, the SDK) are imported only once a bench option asks for them.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import hookspecs
-from .config import Bench, BenchConfigError, load_bench, positive_int
-from .sample import cost_equivalent, MODEL_REAL, MODEL_SCRIPTED, STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
-from .sitting import (
-    CellTally,
-    PlannedTrial,
-    SittingState,
-    new_sitting_id,
-    plan_trials,
-    resolve_selection,
-    fill_counts,
-    sitting_spend,
-    summary_lines,
-)
-from .store import Cell, Store, StoreError
 
-SITTING_KEY = pytest.StashKey[SittingState]()
+if TYPE_CHECKING:
+    from .config import Bench
+    from .sitting import PlannedTrial, SittingState
+    from .store import Store
+
+# Mirrors of sample.py's constants (importing it here would cost every unrelated pytest run).
+MODEL_REAL, MODEL_SCRIPTED = "real", "scripted"
+STATUS_SCORED, STATUS_INVALID, STATUS_ERROR = "scored", "invalid", "error"
+
+SITTING_KEY = pytest.StashKey["SittingState"]()
 STATUS_PROPERTY = "benchcell_status"
 PROGRESS_PROPERTY = "benchcell_progress"
 COST_PROPERTY = "benchcell_cost"
+REASON_PROPERTY = "benchcell_reason"
 WORKER_PLAN_KEY = "benchcell_plan"
+# pytest-timeout's limit for a trial item, on top of its readiness bound and wall-clock backstop:
+# provisioning, the CLI's start, scoring and teardown. A global --timeout never cuts a trial short.
+TRIAL_TIMEOUT_MARGIN_S = 120
+HTML_EXTRA_HINT = (
+    "HTML reports draw their plots with matplotlib, part of the optional extra [html]: "
+    "pip install 'pytest-benchcell[html]'"
+)
 CREDENTIAL_HINT = (
     "a real-model sitting needs credentials for the Claude Code CLI: set ANTHROPIC_API_KEY (API "
     "users), or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` (subscription users; an interactive "
@@ -46,25 +51,34 @@ CREDENTIAL_HINT = (
 )
 
 
+def _positive_int(text: str) -> int:
+    from .config import positive_int  # imported when the option is used, not by every pytest run
+
+    return positive_int(text)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("bench_config", "pytest-benchcell: the bench definition (relative to this ini file)", default="")
     group = parser.getgroup("benchcell", "benchcell: benchmark coding-agent tools one cell at a time")
     group.addoption("--bench-arm", action="append", default=[], dest="bench_arm", metavar="ARM",
                     help="arm(s) to run; repeatable or comma-separated; 'all' selects every arm")
     group.addoption("--bench-task", action="append", default=[], dest="bench_task", metavar="TASK",
                     help="task(s) to run; repeatable or comma-separated; 'all' selects every task")
-    group.addoption("--bench-trials", type=positive_int, default=None, dest="bench_trials", metavar="N",
+    group.addoption("--bench-trials", type=_positive_int, default=None, dest="bench_trials", metavar="N",
                     help="new trials per selected cell this sitting (default: [bench] trials, 5)")
-    group.addoption("--bench-turn-cap", type=positive_int, default=None, dest="bench_turn_cap", metavar="N",
+    group.addoption("--bench-turn-cap", type=_positive_int, default=None, dest="bench_turn_cap", metavar="N",
                     help="agent turns before a trial counts as confused (default: [bench] turn_cap, 40)")
-    group.addoption("--bench-wall-clock-ms", type=positive_int, default=None, dest="bench_wall_clock_ms",
+    group.addoption("--bench-wall-clock-ms", type=_positive_int, default=None, dest="bench_wall_clock_ms",
                     metavar="MS", help="wall-clock backstop per trial; past it the trial is hung (default 300000)")
     group.addoption("--bench-store", default=None, dest="bench_store", metavar="DIR",
-                    help="sample store folder (default: [bench] store, bench/results)")
+                    help="sample store folder, relative to the current directory (default: [bench] store, relative to "
+                         "bench.toml)")
     group.addoption("--bench-config", default=None, dest="bench_config", metavar="PATH",
-                    help="the bench definition (default: bench.toml in the rootdir)")
-    group.addoption("--bench-fill", type=positive_int, nargs="?", const=0, default=None, dest="bench_fill",
+                    help="the bench definition, relative to the current directory (default: ini bench_config, else the "
+                         "first bench.toml from the current directory upwards, else in the rootdir)")
+    group.addoption("--bench-fill", type=_positive_int, nargs="?", const=0, default=None, dest="bench_fill",
                     metavar="N", help="run only the trials each cell needs to reach N scored samples (default N: the floor)")
-    group.addoption("--bench-budget", type=positive_int, default=None, dest="bench_budget", metavar="TOKENS",
+    group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
     group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
                     help="score the stored samples of the selected cells again with the current checker (no trials, "
@@ -91,12 +105,62 @@ def _bench_requested(config: pytest.Config) -> bool:
     return bool(config.option.bench_arm or config.option.bench_task)
 
 
+def bench_location(config: pytest.Config) -> Path:
+    """Where the bench file is, whatever pytest guessed as its rootdir (pytest picks it from argument
+    values that are existing paths before it knows our options): --bench-config, then the ini key
+    bench_config, then the first bench.toml from the invocation directory upwards, then the rootdir."""
+    invocation = config.invocation_params.dir
+    if config.option.bench_config:
+        return (invocation / config.option.bench_config).resolve()
+    configured = config.getini("bench_config")
+    if configured:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return (base / str(configured)).resolve()
+    for folder in (invocation, *invocation.parents):
+        if (folder / "bench.toml").is_file():
+            return folder / "bench.toml"
+    return config.rootpath / "bench.toml"
+
+
 def _load(config: pytest.Config) -> Bench:
-    path = config.option.bench_config or (config.rootpath / "bench.toml")
+    from .config import BenchConfigError, load_bench
+
+    path = bench_location(config)
     try:
-        return load_bench(Path(path))
+        return load_bench(path)
     except BenchConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        if config.option.bench_config or config.getini("bench_config") or path.exists():
+            raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(
+            f"no bench.toml in {config.invocation_params.dir} or its parents, nor in the rootdir "
+            f"{config.rootpath}; create one (see the README), or name it with --bench-config PATH or the "
+            f"ini key bench_config"
+        ) from None
+
+
+STORE_ALLOWED = "a folder this user can write (created if missing)"
+
+
+def _store_source(config: pytest.Config, bench: Bench) -> str:
+    option = config.option.bench_store
+    return f"--bench-store {option}" if option else f"[bench] store in {bench.path}"
+
+
+def _store(config: pytest.Config, bench: Bench, *, write: bool) -> Store:
+    """The sample store: --bench-store relative to the invocation directory, [bench] store relative
+    to bench.toml. An unusable one is refused with where the value came from and what is allowed."""
+    from .store import Store
+
+    option = config.option.bench_store
+    root = (config.invocation_params.dir / option).resolve() if option else bench.store
+    source = _store_source(config, bench)
+    if root.exists() and not root.is_dir():
+        raise pytest.UsageError(f"{source}: {root} is a file, not a folder; allowed: {STORE_ALLOWED}")
+    existing = next((folder for folder in (root, *root.parents) if folder.exists()), None)
+    if write and existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        what = "the store" if existing == root else f"its parent {existing}"
+        raise pytest.UsageError(f"{source}: {root}: {what} is read-only for this user; allowed: {STORE_ALLOWED}")
+    return Store(root)
 
 
 @pytest.hookimpl(trylast=True)
@@ -105,14 +169,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.help:
         return
     if config.option.bench_rescore:
+        _refuse_weights_outside_reports(config)
         config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
         return
     option = config.option
     if option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html:
+        if option.bench_report_html:
+            _require_extra("matplotlib", HTML_EXTRA_HINT)  # before any report file is written
         config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
         return
     if not _bench_requested(config):
         return
+    _refuse_weights_outside_reports(config)
     state = _plan_sitting(config)
     config.stash[SITTING_KEY] = state
     # A sitting runs trials only: the bench file is what gets collected, not the project's tests
@@ -123,7 +191,25 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistBridge(state), "benchcell-xdist")
 
 
+def _require_extra(module: str, hint: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise pytest.UsageError(hint)
+
+
+def _refuse_weights_outside_reports(config: pytest.Config) -> None:
+    if config.option.bench_weights is not None:
+        raise pytest.UsageError(
+            f"--bench-weights {config.option.bench_weights!r}: weights apply to reports only (--bench-report, "
+            f"--bench-report-md/-json/-html); a sitting stores raw token counts and reports weigh them"
+        )
+
+
 def _plan_sitting(config: pytest.Config) -> SittingState:
+    from .sitting import CellTally, SittingState, new_sitting_id, plan_trials
+    from .store import Cell, StoreError
+
     option = config.option
     if not option.bench_arm or not option.bench_task:
         missing = "--bench-task" if option.bench_arm else "--bench-arm"
@@ -140,8 +226,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     collect_only = bool(option.collectonly)
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
         raise pytest.UsageError(CREDENTIAL_HINT)
-    store_root = Path(option.bench_store).resolve() if option.bench_store else bench.store
-    store = Store(store_root)
+    store = _store(config, bench, write=not collect_only)
     cells = [(arm, task) for arm in arms for task in tasks]
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     try:
@@ -161,7 +246,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
                     for cell in cells
                 }
     except (StoreError, OSError) as exc:
-        raise pytest.UsageError(f"bench store {store_root}: {exc}") from None
+        raise pytest.UsageError(f"{_store_source(config, bench)}: {store.root}: {exc}; allowed: {STORE_ALLOWED}") from None
     state = SittingState(
         bench=bench,
         store=store,
@@ -184,6 +269,9 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
 
 def _selection(bench: Bench, arms: list[str], tasks: list[str]) -> tuple[list[str], list[str]]:
     """The arms and tasks named on the command line ('all' expanded), or a UsageError."""
+    from .config import BenchConfigError
+    from .sitting import resolve_selection
+
     try:
         return (
             resolve_selection(arms, bench.arms, kind="arm", option="--bench-arm"),
@@ -220,6 +308,8 @@ def _apply_probe(bench: Bench, tasks: list[str], probe: dict[str, Any]) -> list[
 
 
 def _trials_wanted(option: Any, bench: Bench, scored: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    from .sitting import fill_counts
+
     if option.bench_fill is None:
         return {cell: option.bench_trials or bench.trials for cell in scored}
     target = option.bench_fill or bench.floor  # a bare --bench-fill fills to the reporting floor
@@ -262,7 +352,9 @@ def _outcome_exception(tag: str) -> type[BaseException]:
     return type(tag, (pytest.fail.Exception,), {"__module__": "builtins", "__doc__": f"A trial that ended {tag}."})
 
 
-TRIAL_EXCEPTIONS = {tag: _outcome_exception(tag) for tag in ("incorrect", "confused", "hung", "invalid", "error")}
+TRIAL_EXCEPTIONS = {
+    tag: _outcome_exception(tag) for tag in ("incorrect", "confused", "hung", "invalid", "error", "refused")
+}
 
 
 class TrialItem(pytest.Item):
@@ -272,14 +364,40 @@ class TrialItem(pytest.Item):
         super().__init__(**kwargs)
         self.planned = planned
         self.add_marker(pytest.mark.benchcell)
+        state = self.config.stash[SITTING_KEY]
+        plugins = self.config.pluginmanager
+        if plugins.hasplugin("timeout"):
+            # The trial bounds itself (readiness bound + backstop); a global --timeout meant for
+            # unit tests must not cut it short. The marker overrides the global value.
+            bound_s = (state.bench.ready_timeout_ms + state.wall_clock_ms) / 1000 + TRIAL_TIMEOUT_MARGIN_S
+            self.add_marker(pytest.mark.timeout(bound_s))
+        if plugins.hasplugin("rerunfailures"):
+            self.add_marker(pytest.mark.flaky(reruns=0))  # a trial is a draw: never retried
 
     def runtest(self) -> None:
-        from .trial import TrialSpec, run_trial  # the SDK is imported only when a trial runs
+        from .sitting import sitting_spend
+        from .store import Cell
+        from .trial import TrialSpec, run_trial
 
         state = self.config.stash[SITTING_KEY]
+        key = (self.planned.arm, self.planned.task, self.planned.trial)
+        started = state.extra.setdefault("started", set())
+        if key in started:
+            # Something ran this item again (a rerun plugin, a plugin calling the protocol twice):
+            # a second draw under one trial number would bias the cell, so it is refused, unrecorded.
+            raise TRIAL_EXCEPTIONS["refused"](
+                f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task} already ran in this "
+                f"sitting; a trial is one draw and never runs twice under one number (rerun plugins and "
+                f"options such as --reruns are ignored for trials; nothing was recorded for this attempt)",
+                pytrace=False,
+            )
+        started.add(key)
         task = state.bench.tasks[self.planned.task]
         if not task.applies_to(self.planned.arm):
             pytest.skip(f"not applicable: task {task.id} is only for arms {', '.join(task.arms)}")
+        unusable = state.extra.setdefault("unusable_tasks", {}).get(task.id)
+        if unusable is not None:
+            pytest.skip(f"task {task.id} skipped for this sitting: {unusable}")
         if state.budget is not None:
             cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
             spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights)
@@ -297,8 +415,22 @@ class TrialItem(pytest.Item):
             store=state.store,
             probe=state.probe["verdict"] if state.probe else None,
         )
-        sample = run_trial(spec, self.ihook)
-        # user_properties travel with the report, also from xdist workers to the controller.
+        sample = run_trial(spec, self.ihook, on_recorded=self._recorded)
+        if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
+            return
+        tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
+        raise TRIAL_EXCEPTIONS[tag](sample["reason"], pytrace=False)
+
+    def _recorded(self, sample: dict[str, Any], *, task_unusable: str | None) -> None:
+        """The stored sample's facts for the report, also when the trial was interrupted.
+
+        user_properties travel with the report (also from xdist workers to the controller) and end
+        up in junit XML as <property> elements: sample id, status, outcome."""
+        from .sample import cost_equivalent
+
+        state = self.config.stash[SITTING_KEY]
+        if task_unusable is not None:
+            state.extra.setdefault("unusable_tasks", {})[self.planned.task] = task_unusable
         self.user_properties.append((STATUS_PROPERTY, sample["status"]))
         self.user_properties.append(("benchcell_outcome", sample["outcome"]))
         self.user_properties.append(("benchcell_sample", sample["id"]))
@@ -307,10 +439,7 @@ class TrialItem(pytest.Item):
         self.user_properties.append((COST_PROPERTY, cost))
         progress = f"{sample['turns']} turns, {cost:,.0f} cost-eq tokens, {sample['duration_ms'] / 1000:.1f} s"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
-        if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
-            return
-        tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
-        raise TRIAL_EXCEPTIONS[tag](sample["reason"], pytrace=False)
+        self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task}"
@@ -333,6 +462,7 @@ class SittingPlugin:
     def __init__(self, state: SittingState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
+        self.invalid: list[str] = []  # "INVALID nodeid - reason" lines for the summary
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         state = self.state
@@ -348,6 +478,29 @@ class SittingPlugin:
         return None
 
     @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # The plan's order (trial 1 of every cell, then trial 2...) is part of the experiment:
+        # a shuffling plugin such as pytest-randomly must not put one arm's trials together.
+        # Keep whatever selection other plugins made; restore only the order.
+        order = {planned: index for index, planned in enumerate(self.state.trials)}
+        trials = sorted((item for item in items if isinstance(item, TrialItem)), key=lambda item: order[item.planned])
+        slots = iter(trials)
+        items[:] = [next(slots) if isinstance(item, TrialItem) else item for item in items]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """Run a trial item exactly once. This answers the (first-result) protocol hook before
+        pytest-rerunfailures' implementation can loop over it; timeouts and other wrappers still apply."""
+        if not isinstance(item, TrialItem):
+            return None
+        from _pytest.runner import runtestprotocol  # what pytest's own implementation calls
+
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        runtestprotocol(item, nextitem=nextitem)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs on the controller for xdist workers' reports too, so the tally is complete there.
         if report.when != "call":
@@ -358,6 +511,8 @@ class SittingPlugin:
         if status is None or cell is None:
             return
         outcome = properties.get("benchcell_outcome")
+        if status == STATUS_INVALID:  # pytest's short summary has no section for this category
+            self.invalid.append(f"INVALID {report.nodeid} - {properties.get(REASON_PROPERTY, '')}")
         tally = self.state.tallies.get(tuple(cell))
         if tally is not None:
             tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0))
@@ -368,6 +523,9 @@ class SittingPlugin:
             reporter.write_line(f"    {name}: {result}, {properties.get(PROGRESS_PROPERTY, '')}")
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        from .sitting import summary_lines
+        from .store import Cell
+
         if hasattr(config, "workerinput"):
             return
         state = self.state
@@ -388,6 +546,7 @@ class SittingPlugin:
         )
         if state.reserved and not state.trials and "fill_target" in state.extra:
             lines.insert(0, f"nothing to do: every selected cell already has {state.extra['fill_target']} scored samples")
+        lines[:0] = self.invalid
         for line in lines:
             terminalreporter.write_line(line)
 
@@ -401,12 +560,24 @@ class SittingPlugin:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # SIGTERM (a CI cancel, `kill`) ends a trial like Ctrl-C does: the CLI is stopped, teardown
         # runs and the trial is recorded as `error: interrupted`, instead of dying mid-append.
+        import signal
+        import threading
+
         if threading.current_thread() is threading.main_thread():
             self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        runs_trials_here = not session.config.pluginmanager.hasplugin("dsession")  # not an xdist controller
+        if self.state.reserved and self.state.trials and runs_trials_here:
+            # The SDK (and the `mcp` it pulls in) is imported now, outside any trial: an interrupt
+            # landing inside a half-done import would break every later trial of the sitting.
+            from .agent import import_sdk
+
+            import_sdk()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         previous = getattr(self, "_previous_sigterm", None)
         if previous is not None:
+            import signal
+
             signal.signal(signal.SIGTERM, previous)
 
 
@@ -423,7 +594,9 @@ class OffloadPlugin:
         self.bench = bench
         self.lines: list[str] = []
 
-    def selected_cells(self, model_kind: str) -> list[Cell]:
+    def selected_cells(self, model_kind: str) -> list[Any]:
+        from .store import Cell
+
         option = self.config.option
         arms, tasks = _selection(self.bench, option.bench_arm or ["all"], option.bench_task or ["all"])
         return [Cell(model_kind, arm, task) for arm in arms for task in tasks]
@@ -442,10 +615,11 @@ class RescorePlugin(OffloadPlugin):
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .rescore import rescore_cells  # imports the trial machinery, not the SDK itself
+        from .sitting import new_sitting_id
 
         option = self.config.option
         model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
-        store = Store(Path(option.bench_store).resolve() if option.bench_store else self.bench.store)
+        store = _store(self.config, self.bench, write=True)
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
         self.lines = [
@@ -488,7 +662,7 @@ class ReportPlugin(OffloadPlugin):
             settings.validate()
         except (UsageError, ReportError) as exc:
             raise pytest.UsageError(str(exc).replace("--weights:", "--bench-weights:")) from None
-        store = Store(Path(option.bench_store).resolve() if option.bench_store else self.bench.store)
+        store = _store(self.config, self.bench, write=False)
         report = build_report(store, settings)
         self.lines = render_terminal(report)
         writers = (
@@ -498,7 +672,7 @@ class ReportPlugin(OffloadPlugin):
         )
         for path, render in writers:
             if path:
-                target = Path(path)
+                target = self.config.invocation_params.dir / path  # relative to where pytest was started
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(render(report), encoding="utf-8")
                 self.lines.append(f"wrote {target}")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import Bench, BenchConfigError
+from .config import Bench, BenchConfigError, did_you_mean
 from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
 from .store import Cell, Store
 
@@ -35,8 +35,14 @@ def resolve_selection(requested: Sequence[str], available: Iterable[str], *, kin
                     chosen.append(name)
             else:
                 raise BenchConfigError(
-                    f"{option} {name!r}: no such {kind}; valid {kind}s: {', '.join(names)} (or {SELECT_ALL})"
+                    f"{option} {name!r}: no such {kind}{did_you_mean(name, [*names, SELECT_ALL])}; "
+                    f"valid {kind}s: {', '.join(names)} (or {SELECT_ALL})"
                 )
+    if not chosen:
+        raise BenchConfigError(
+            f"{option} {', '.join(repr(entry) for entry in requested)}: names no {kind}; "
+            f"valid {kind}s: {', '.join(names)} (or {SELECT_ALL})"
+        )
     return chosen
 
 

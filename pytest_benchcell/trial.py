@@ -6,7 +6,9 @@ Every way a trial can end produces exactly one complete sample, appended once:
 - scored (pass, incorrect, confused, hung): the agent's doing;
 - invalid: a tool outside the arm actually ran (audit), never scored;
 - error: the harness failed (provisioning, a hook, the model API, the CLI), not the agent's fault.
-A Ctrl-C during a trial records `error: interrupted` after teardown, then re-raises.
+Anything else that ends a trial early is recorded too, after teardown, and then passed on: an
+interrupt (Ctrl-C, SIGTERM, a pytest-timeout, pytest.exit) as `error: interrupted: ...`, a bug of
+the harness itself as `error: internal: <exception type>: ...` (re-raised so its traceback shows).
 """
 
 from __future__ import annotations
@@ -72,6 +74,14 @@ class HarnessError(Exception):
     """A failure of the harness or the bench's hooks: recorded as status `error`."""
 
 
+class TaskUnusable(HarnessError):
+    """The task's definition cannot work in this environment (a `changes` path that does not
+    resolve against the ground truth): every trial of the task would fail the same way."""
+
+
+RecordedCallback = Callable[..., None]  # (sample, *, task_unusable: str | None)
+
+
 AgentRunner = Callable[[AgentRequest], AgentResult]
 
 
@@ -99,14 +109,73 @@ def decide_with(rules: guard.ArmRules) -> Callable[[str, Mapping[str, Any]], tup
     return decide
 
 
-def run_trial(spec: TrialSpec, hooks: Any, *, agent_runner: AgentRunner = run_agent) -> dict[str, Any]:
-    """Run one trial and append its sample to the store; return the sample."""
-    bench, arm, task = spec.bench, spec.bench.arms[spec.arm], spec.bench.tasks[spec.task]
+def run_trial(
+    spec: TrialSpec,
+    hooks: Any,
+    *,
+    agent_runner: AgentRunner = run_agent,
+    on_recorded: RecordedCallback | None = None,
+) -> dict[str, Any]:
+    """Run one trial and append its sample to the store; return the sample.
+
+    `on_recorded(sample, task_unusable=...)` is called once the sample is stored, before anything
+    is re-raised (so a caller learns the verdict of an interrupted trial too); `task_unusable` is
+    the reason when the task's definition cannot work here, so its other trials need not start.
+    """
+    bench = spec.bench
+    sample = _new_sample(spec)
+    workdir: Path | None = None
+    info: TrialInfo | None = None
+    environment: Environment | None = None
+    escaping: BaseException | None = None
+    task_unusable: str | None = None
+    try:
+        workdir, info = _trial_folders(spec)
+        environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
+        _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner)
+    except TaskUnusable as exc:
+        task_unusable = str(exc)
+        _mark(sample, STATUS_ERROR, None, task_unusable)
+    except (HarnessError, BenchConfigError) as exc:
+        _mark(sample, STATUS_ERROR, None, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug of the harness: recorded, then shown with its traceback
+        escaping = exc
+        _mark(sample, STATUS_ERROR, None, f"internal: {type(exc).__name__}: {exc}")
+    except BaseException as exc:  # Ctrl-C, SIGTERM, pytest-timeout, pytest.exit: recorded, then passed on
+        escaping = exc
+        _mark(sample, STATUS_ERROR, None, f"interrupted: {_interruption(exc)}")
+    finally:
+        if info is not None:
+            try:
+                _call_hook(hooks.pytest_benchcell_teardown, trial=info, environment=environment)
+            except HarnessError as exc:
+                sample["reason"] = "; ".join(part for part in (sample["reason"], f"teardown: {exc}") if part)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    sample["ended_at"] = utc_now_iso()
+    if info is not None:
+        try:
+            _call_hook(hooks.pytest_benchcell_update_sample, trial=info, sample=sample)
+        except HarnessError as exc:
+            _mark(sample, STATUS_ERROR, None, "; ".join(part for part in (sample["reason"], str(exc)) if part))
+    secrets = _secrets(bench, bench.arms[spec.arm], environment)
+    recorded = redact(sample, secrets)
+    spec.store.write_definitions(recorded["provenance"]["fingerprint"], bench.definitions(spec.arm, spec.task))
+    spec.store.append(recorded)
+    if on_recorded is not None:
+        on_recorded(recorded, task_unusable=task_unusable)
+    if escaping is not None:
+        raise escaping
+    return recorded
+
+
+def _trial_folders(spec: TrialSpec) -> tuple[Path, TrialInfo]:
+    """A fresh folder per trial: the environment's workdir and the agent's empty cwd inside it."""
     workdir = Path(tempfile.mkdtemp(prefix=f"benchcell-{spec.arm}-{spec.task}-t{spec.trial}-"))
     info = TrialInfo(
         arm=spec.arm,
         task=spec.task,
-        tier=task.tier,
+        tier=spec.bench.tasks[spec.task].tier,
         trial=spec.trial,
         model_kind=spec.model_kind,
         workdir=workdir / "environment",
@@ -114,34 +183,15 @@ def run_trial(spec: TrialSpec, hooks: Any, *, agent_runner: AgentRunner = run_ag
     )
     info.workdir.mkdir()
     info.agent_cwd.mkdir()
-    sample = _new_sample(spec)
-    environment: Environment | None = None
-    interrupted: BaseException | None = None
-    try:
-        environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
-        _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner)
-    except HarnessError as exc:
-        _mark(sample, STATUS_ERROR, None, str(exc))
-    except BenchConfigError as exc:
-        _mark(sample, STATUS_ERROR, None, str(exc))
-    except KeyboardInterrupt as exc:
-        interrupted = exc
-        _mark(sample, STATUS_ERROR, None, "interrupted (Ctrl-C) during the trial")
-    finally:
-        try:
-            _call_hook(hooks.pytest_benchcell_teardown, trial=info, environment=environment)
-        except HarnessError as exc:
-            sample["reason"] = "; ".join(part for part in (sample["reason"], f"teardown: {exc}") if part)
-        shutil.rmtree(workdir, ignore_errors=True)
-    sample["ended_at"] = utc_now_iso()
-    _call_hook(hooks.pytest_benchcell_update_sample, trial=info, sample=sample)
-    secrets = _secrets(bench, bench.arms[spec.arm], environment)
-    recorded = redact(sample, secrets)
-    spec.store.write_definitions(recorded["provenance"]["fingerprint"], bench.definitions(spec.arm, spec.task))
-    spec.store.append(recorded)
-    if interrupted is not None:
-        raise interrupted
-    return recorded
+    return workdir, info
+
+
+def _interruption(exc: BaseException) -> str:
+    """Why a trial was cut short, in words (the sample's reason)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{exc} during the trial" if str(exc) else "Ctrl-C during the trial"
+    text = str(exc).strip() or type(exc).__name__
+    return f"{text} (during the trial)" if text.lower().startswith("timeout") else f"{type(exc).__name__}: {text}"
 
 
 def _call_hook(hook: Any, **kwargs: Any) -> Any:
@@ -234,6 +284,10 @@ def _run_and_score(
         }
         for server in arm.mcp_servers
     }
+    prompt = fill_placeholders(task.intent, values, where=where)
+    _wait_until_ready(hooks, info, environment, bench.ready_timeout_ms)
+    ground_truth = _snapshot(hooks, info, environment) if task.check_state else None
+    check_changes(bench, task, ground_truth)  # before the agent: a broken task spends nothing
     scripted_model = None
     if spec.model_kind == MODEL_SCRIPTED:
         from .scripted import ScriptedModel
@@ -247,31 +301,43 @@ def _run_and_score(
             CLAUDE_CODE_OAUTH_TOKEN="",
             CLAUDE_CODE_MAX_RETRIES="1",
         )
-    _wait_until_ready(hooks, info, environment, bench.ready_timeout_ms)
-    ground_truth = _snapshot(hooks, info, environment) if task.check_state else None
-    rules = arm_rules(arm)
-    remove = removed_variables(os.environ, declared=env)
-    launcher = cli_wrapper(workdir / "claude-launcher", bundled_cli(), remove)
-    request = AgentRequest(
-        model=bench.model,
-        system_prompt=system_prompt,
-        prompt=fill_placeholders(task.intent, values, where=where),
-        max_turns=spec.turn_cap,
-        wall_clock_s=spec.wall_clock_ms / 1000,
-        cwd=info.agent_cwd,
-        env=env,
-        tools=arm.tools,
-        mcp_servers=mcp_servers,
-        guard=decide_with(arm_rules(arm, for_guard=True)),
-        cli_path=launcher,
-    )
     try:
+        rules = arm_rules(arm)
+        remove = removed_variables(os.environ, declared=env)
+        launcher = cli_wrapper(workdir / "claude-launcher", bundled_cli(), remove)
+        request = AgentRequest(
+            model=bench.model,
+            system_prompt=system_prompt,
+            prompt=prompt,
+            max_turns=spec.turn_cap,
+            wall_clock_s=spec.wall_clock_ms / 1000,
+            cwd=info.agent_cwd,
+            env=env,
+            tools=arm.tools,
+            mcp_servers=mcp_servers,
+            guard=decide_with(arm_rules(arm, for_guard=True)),
+            cli_path=launcher,
+        )
         result = agent_runner(request)
     finally:
         if scripted_model is not None:
             scripted_model.stop()
     _fill_measurements(sample, result)
     _score(spec, hooks, info, environment, sample, result, rules, ground_truth)
+
+
+def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:
+    """The task's `changes` must resolve against this ground truth; checked right after provisioning,
+    so a task whose expected state cannot be built never reaches the model."""
+    if ground_truth is None or not task.changes:
+        return
+    try:
+        checker.apply_changes(ground_truth, task.changes)
+    except ValueError as exc:
+        raise TaskUnusable(
+            f"task {task.id}: {exc} ([tasks.{task.id}] changes in {bench.path} do not resolve against the "
+            f"ground truth from pytest_benchcell_snapshot; checked before the agent started, no model request made)"
+        ) from None
 
 
 def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where: str) -> dict[str, str]:

@@ -67,7 +67,7 @@ def test_skill_body_is_charged_without_frontmatter_and_changes_the_fingerprint(t
         (MINIMAL.replace('binaries = ["tracker"]', 'path = ["nope"]'), "[arms.cli] path has value"),
         (MINIMAL.replace("[arms.cli]", "[arms.'bad name']"), "is not a valid arm name ('bad name')"),
         (MINIMAL.replace('required_facts = ["5"]', ""), "the task could never fail"),
-        (MINIMAL.replace('required_facts = ["5"]', "required_facts = [3]"), "[tasks.count] required_facts has value 3"),
+        (MINIMAL.replace('required_facts = ["5"]', "required_facts = [3]"), "[tasks.count] required_facts (fact 1) has value 3"),
         (MINIMAL + "\n[pricing]\noutput = -1\n", "[pricing] output has value -1; allowed: a number >= 0"),
         (MINIMAL.replace('binaries = ["tracker"]', 'binaries = ["tracker"]\ndeny_subcommands = { curl = ["x"] }'),
          "one of this arm's binaries (tracker)"),

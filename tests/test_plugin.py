@@ -100,9 +100,9 @@ def test_usage_errors_are_one_clear_message(pytester: pytest.Pytester, args: lis
     ("replace", "by", "expected"),
     [
         ("turn_cap = 4", "turn_cap = 0", "*bench.toml: [[]bench[]] turn_cap has value 0; allowed: a whole number >= 1*"),
-        ("turn_cap = 4", "turncap = 4", "*[[]bench[]] has unknown key 'turncap'; allowed keys: name, model*"),
-        ('tier = "read"', 'tier = "reading"', "*[[]tasks.say-hello[]] tier has value 'reading'; allowed: read, single-mutation*"),
-        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tools = ["Bsh"]', "*[[]arms.shell[]] tools has value 'Bsh'; allowed: built-in tools Bash*"),
+        ("turn_cap = 4", "turncap = 4", "*[[]bench[]] has unknown key 'turncap' (did you mean 'turn_cap'?); allowed keys: name, model*"),
+        ('tier = "read"', 'tier = "reading"', "*[[]tasks.say-hello[]] tier has value 'reading' (did you mean 'read'?); allowed: read, single-mutation*"),
+        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tools = ["Bsh"]', "*[[]arms.shell[]] tools has value 'Bsh' (did you mean 'Bash'?); allowed: built-in tools Bash*"),
         ('model = "claude-sonnet-4-5"', "model = [", "*bench.toml: is not valid TOML*"),
     ],
 )
