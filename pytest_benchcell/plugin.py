@@ -157,6 +157,8 @@ def _store(config: pytest.Config, bench: Bench, *, write: bool) -> Store:
     if root.exists() and not root.is_dir():
         raise pytest.UsageError(f"{source}: {root} is a file, not a folder; allowed: {STORE_ALLOWED}")
     existing = next((folder for folder in (root, *root.parents) if folder.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise pytest.UsageError(f"{source}: {root} cannot be created: {existing} is a file; allowed: {STORE_ALLOWED}")
     if write and existing is not None and not os.access(existing, os.W_OK | os.X_OK):
         what = "the store" if existing == root else f"its parent {existing}"
         raise pytest.UsageError(f"{source}: {root}: {what} is read-only for this user; allowed: {STORE_ALLOWED}")
