@@ -245,9 +245,9 @@ class Plugin:
             m = hooks.marks
             phases = {
                 "before provision (temp dirs, new sample: versions, fingerprint)": m["provision"] - started,
-                "provision -> script hook (placeholders, curated PATH bin, config/home dirs)": m["script"] - m["provision"],
-                "script hook -> ready (scripted model start)": m["ready"] - m["script"],
-                "ready -> agent runner (launcher script, guard rules, request)": agent["start"] - m["ready"],
+                "provision -> ready (placeholders, curated PATH bin, config/home dirs)": m["ready"] - m["provision"],
+                "ready -> script hook (ground truth, changes check)": m["script"] - m["ready"],
+                "script hook -> agent runner (scripted model start, launcher, guard rules)": agent["start"] - m["script"],
                 "agent runner (run_agent: CLI + guard hook)": agent["end"] - agent["start"],
                 "agent -> score hook (model stop, measurements, audit)": m["score"] - agent["end"],
                 "score -> teardown (checker)": m["teardown"] - m["score"],
