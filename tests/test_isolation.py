@@ -158,7 +158,13 @@ def test_a_loosened_guard_lets_one_through_and_the_audit_marks_the_trial_invalid
     assert sample["status"] == "invalid" and sample["outcome"] is None
     assert sample["tool_calls"][0]["allowed"] is True  # the guard let it pass...
     assert len(sample["leaks"]) == 1 and "cp" in sample["leaks"][0]  # ...the audit did not
-    result.stdout.fnmatch_lines(["*loose x escape: 1 recorded this sitting (0 passed, 0 failed, 1 invalid, 0 errors)"])
+    result.stdout.fnmatch_lines(
+        [
+            "*benchcell sitting*",
+            "INVALID bench.toml::loose-escape-t1 - foreign tool call ran: *cp*",  # the reason, in the terminal
+            "*loose x escape: 1 recorded this sitting (0 passed, 0 failed, 1 invalid, 0 errors)",
+        ]
+    )
 
 
 def test_built_in_tools_only_where_declared(bench: pytest.Pytester) -> None:
