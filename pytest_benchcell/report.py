@@ -1049,7 +1049,8 @@ def _notices(report: Report, context: _Context) -> list[str]:
         other = "scripted" if kind == "real" else "real"
         notes.append(
             f"The store also holds {report.store.other_model_kind_cells} {other}-model cells, reported separately "
-            f"(--model-kind {other}); the two kinds are never pooled."
+            f"(pytest --bench-report {'with' if other == 'scripted' else 'without'} --bench-scripted, or benchcell report "
+            f"--model-kind {other}); the two kinds are never pooled."
         )
     if report.store.cells_outside_selection:
         notes.append(
