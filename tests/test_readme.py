@@ -1,0 +1,238 @@
+"""Every example in README.md is executed or checked, so a wrong statement fails CI.
+
+Blocks are found automatically, so text other people add is covered without touching this file:
+- ```toml blocks are validated: one with a [bench] table by the real bench.toml parser (as if it
+  were the repo's bench.toml, so its relative paths must exist), any other as TOML;
+- ```python blocks are executed in order, in a scratch copy of the example bench where the README's
+  commands ran before them (so `results.json` exists); functions named like bench hooks are called
+  (hooks.md's minimal conftest must provision, tear down and script with tool names the bench has);
+- every other block holds commands (one per line, `#` comments, `&&` chains); each is run in that
+  copy and must exit 0, and every option is checked against the real `pytest --help` or
+  `benchcell report --help`, every pip extra against pyproject.toml.
+
+A block that must not run is marked on the line before its fence:
+    <!-- readme-test: no-run: WHY -->     commands checked, not run (real tokens, a fresh machine)
+    <!-- readme-test: run-last: WHY -->   only the last command of each && chain runs (installs before it)
+    <!-- readme-test: output -->          sample output, not commands
+An unmarked block whose commands fail (a real-model command without credentials exits 4) fails
+here with a hint to mark it. Inline `--bench-*` options in the text are checked against --help too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sample_factory import cell_samples, write_samples
+
+from pytest_benchcell import TrialInfo
+from pytest_benchcell.config import BUILTIN_TOOLS, load_bench, parse_bench
+from pytest_benchcell.scripted import ToolUse
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+MARKER = re.compile(r"<!--\s*readme-test:\s*(no-run|run-last|output)\b[^>]*-->")
+FENCE = re.compile(r"^```(\w*)\s*$")
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int  # 1-based line of the opening fence
+    language: str
+    text: str
+    marker: str | None
+
+    def __str__(self) -> str:
+        return f"README.md:{self.line} ({self.language or 'commands'})"
+
+
+def readme_blocks() -> list[Block]:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    blocks, index = [], 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
+        before = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        marker = MARKER.search(before)
+        blocks.append(Block(index + 1, opening.group(1), "\n".join(lines[index + 1 : end]), marker.group(1) if marker else None))
+        index = end + 1
+    return blocks
+
+
+def commands(text: str) -> list[list[list[str]]]:
+    """Each line's && chain, each command as argv (comments and blank lines dropped)."""
+    chains = []
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        chain, current = [], []
+        for word in words:
+            if word in ("&&", "||", ";", "|"):
+                chain.append(current)
+                current = []
+            else:
+                current.append(word)
+        chain.append(current)
+        chains.append(chain)
+    return chains
+
+
+def options_in(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", text))
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the example bench with a small real-model store, where README commands run."""
+    folder = tmp_path_factory.mktemp("readme")
+    for name in ("bench.toml", "conftest.py"):
+        shutil.copy(REPO / name, folder / name)
+    shutil.copytree(REPO / "bench", folder / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    bench = load_bench(folder / "bench.toml")
+    samples = [
+        sample
+        for arm in bench.arms
+        for task in ("count-open", "close-export")
+        for sample in cell_samples(arm, task, 3, tier=bench.tasks[task].tier)
+    ]
+    write_samples(bench.store, samples)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def known_options(scratch: Path) -> dict[str, set[str]]:
+    def help_of(*argv: str) -> str:
+        return subprocess.run(argv, cwd=scratch, capture_output=True, text=True, check=True).stdout
+
+    return {
+        "pytest": options_in(help_of(sys.executable, "-m", "pytest", "--help")),
+        "benchcell": options_in(help_of(str(BIN / "benchcell"), "report", "--help")),
+    }
+
+
+def program(argv: list[str]) -> str:
+    return Path(argv[0]).name
+
+
+def check_command(argv: list[str], known: dict[str, set[str]], where: str) -> None:
+    name = program(argv)
+    if name in ("pytest", "py.test"):
+        unknown = {word.split("=", 1)[0] for word in argv[1:] if word.startswith("-")} - known["pytest"]
+        assert not unknown, f"{where}: `{shlex.join(argv)}` uses options pytest --help does not list: {unknown}"
+    elif name == "benchcell":
+        assert argv[1:2] == ["report"], f"{where}: benchcell has one command, report"
+        unknown = {word.split("=", 1)[0] for word in argv[2:] if word.startswith("-")} - known["benchcell"]
+        assert not unknown, f"{where}: `{shlex.join(argv)}` uses options benchcell report --help does not list: {unknown}"
+    elif name in ("pip", "pip3") and "install" in argv:
+        extras = {
+            extra.strip()
+            for word in argv
+            for group in re.findall(r"\[([^\]]+)\]", word)
+            for extra in group.split(",")
+        }
+        declared = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+        assert extras <= declared, f"{where}: pip extras {extras - declared} are not declared in pyproject.toml"
+
+
+def run_command(argv: list[str], cwd: Path, where: str) -> None:
+    name = program(argv)
+    if name in ("pytest", "py.test"):
+        argv = [sys.executable, "-m", "pytest", *argv[1:]]
+    elif name == "benchcell":
+        argv = [str(BIN / "benchcell"), *argv[1:]]
+    elif name in ("python", "python3"):
+        argv = [sys.executable, *argv[1:]]
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, (
+        f"{where}: `{shlex.join(argv)}` exited {done.returncode}; fix the README, or mark the block "
+        f"<!-- readme-test: no-run: WHY --> if it must not run here\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
+
+
+def call_hooks(namespace: dict[str, Any], tmp_path: Path, where: str) -> None:
+    """Exercise a README conftest: provision, script for every arm, tear down."""
+    bench = load_bench(REPO / "bench.toml")
+    servers = {server.name for arm in bench.arms.values() for server in arm.mcp_servers}
+    for arm_name in bench.arms:
+        info = TrialInfo(arm=arm_name, task="count-open", tier="read", trial=1, model_kind="scripted",
+                         workdir=tmp_path / arm_name / "environment", agent_cwd=tmp_path / arm_name / "cwd")  # fmt: skip
+        info.workdir.mkdir(parents=True)
+        info.agent_cwd.mkdir()
+        environment = namespace["pytest_benchcell_provision"](trial=info) if "pytest_benchcell_provision" in namespace else None
+        if "pytest_benchcell_script" in namespace:
+            for step in namespace["pytest_benchcell_script"](trial=info, environment=environment):
+                if not isinstance(step, ToolUse):
+                    continue
+                if step.name.startswith("mcp__"):  # the name Claude Code gives an MCP tool
+                    _, server, tool = step.name.split("__", 2)
+                    assert server in servers, f"{where}: the example bench declares no MCP server {server!r}"
+                    assert f"def {tool}(" in (REPO / "bench" / "tracker_mcp.py").read_text(), f"{where}: no MCP tool {tool!r}"
+                else:
+                    assert step.name in BUILTIN_TOOLS, f"{where}: {step.name!r} is not a Claude Code built-in tool"
+        if "pytest_benchcell_teardown" in namespace:
+            namespace["pytest_benchcell_teardown"](trial=info, environment=environment)
+
+
+def test_the_readme_has_blocks_of_every_kind() -> None:
+    kinds = {(block.language, block.marker) for block in readme_blocks()}
+    assert {("toml", None), ("python", None), ("", None), ("", "no-run"), ("", "output")} <= kinds
+
+
+def test_every_readme_block(scratch: Path, known_options: dict[str, set[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In document order, so a later block can use what an earlier command wrote."""
+    monkeypatch.chdir(scratch)
+    for block in readme_blocks():
+        where = str(block)
+        if block.marker == "output":
+            continue
+        if block.language == "toml":
+            document = tomllib.loads(block.text)
+            if "bench" in document:
+                parse_bench(REPO / "bench.toml", document)  # relative paths resolve from the repo root
+            continue
+        if block.language == "python":
+            namespace: dict[str, Any] = {"__name__": f"readme_{block.line}"}
+            exec(compile(block.text, where, "exec"), namespace)  # noqa: S102 - the README's own examples
+            call_hooks(namespace, tmp_path / f"hooks-{block.line}", where)
+            continue
+        assert block.language in ("", "bash", "sh", "console"), f"{where}: unknown block language {block.language!r}"
+        for chain in commands(block.text):
+            for argv in chain:
+                check_command(argv, known_options, where)
+            if block.marker == "no-run":
+                continue
+            for argv in chain[-1:] if block.marker == "run-last" else chain:
+                run_command(argv, scratch, where)
+
+
+def test_inline_bench_options_exist(known_options: dict[str, set[str]]) -> None:
+    text = README.read_text(encoding="utf-8")
+    mentioned = set(re.findall(r"(--bench-[a-z-]+)", text))
+    assert mentioned, "the README names no --bench-* option"
+    assert mentioned <= known_options["pytest"], mentioned - known_options["pytest"]
+    # and the options table lists every one the plugin has
+    in_table = set(re.findall(r"^\| `(--bench-[a-z-]+)", text, flags=re.M)) | set(re.findall(r"`(--bench-report-[a-z]+) PATH`", text))
+    assert {option for option in known_options["pytest"] if option.startswith("--bench-")} <= in_table
+
+
+def test_inline_commands_and_scripts_exist(known_options: dict[str, set[str]]) -> None:
+    text = README.read_text(encoding="utf-8")
+    for script in re.findall(r"`\.venv/bin/python (benchmarks/[\w./-]+\.py)`", text):
+        assert (REPO / script).is_file(), script
+    for command in re.findall(r"`((?:pytest|benchcell|pip install) [^`]*)`", text):
+        check_command(shlex.split(command), known_options, f"README.md inline `{command}`")
