@@ -223,3 +223,14 @@ def test_the_plan_order_survives_pytest_randomly(pytester: pytest.Pytester) -> N
         "shell-say-hello-t1", "shell-make-file-t1", "bare-say-hello-t1", "bare-make-file-t1",
         "shell-say-hello-t2", "shell-make-file-t2", "bare-say-hello-t2", "bare-make-file-t2",
     ]
+
+
+def test_the_pytest_report_points_at_the_other_model_kind_with_its_own_option(pytester: pytest.Pytester) -> None:
+    from sample_factory import cell_samples, write_samples
+
+    write_bench(pytester)
+    write_samples(pytester.path / "results", cell_samples("shell", "say-hello", 3, tier="read", model_kind="scripted"))
+    result = pytester.runpytest("--bench-report")
+    assert result.ret == 0, result.stderr.str()
+    text = " ".join(result.stdout.str().split())
+    assert "(pytest --bench-report with --bench-scripted, or benchcell report --model-kind scripted)" in text

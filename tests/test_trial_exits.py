@@ -145,3 +145,23 @@ def test_changes_on_a_dict_shaped_snapshot_use_dotted_keys(tmp_path: Path) -> No
     assert len(calls) == 1  # the changes resolved: the agent ran
     # the end state equals the ground truth (nothing was closed), so the change is missing
     assert sample["outcome"] == "incorrect" and "issues.2.state" in sample["reason"]
+
+
+def test_provision_may_write_into_the_agents_working_directory(tmp_path: Path) -> None:
+    """The README's statement: agent_cwd is empty when provisioning starts, provision may fill it."""
+    spec = spec_for(tmp_path, "say-hello")
+
+    class Filling(Hooks):
+        def pytest_benchcell_provision(self, trial: Any, **_: Any) -> Environment:
+            assert list(trial.agent_cwd.iterdir()) == []
+            (trial.agent_cwd / "NOTES.md").write_text("hi")
+            return Environment()
+
+    seen: list[list[str]] = []
+
+    def runner(request: Any) -> Any:
+        seen.append(sorted(path.name for path in request.cwd.iterdir()))
+        return _answer("hello")(request)
+
+    sample = run_trial(spec, Filling(), agent_runner=runner)
+    assert seen == [["NOTES.md"]] and sample["outcome"] == "pass"
