@@ -386,7 +386,9 @@ class TrialItem(pytest.Item):
         started = state.extra.setdefault("started", set())
         if key in started:
             # Something ran this item again (a rerun plugin, a plugin calling the protocol twice):
-            # a second draw under one trial number would bias the cell, so it is refused, unrecorded.
+            # a second draw under one trial number would bias the cell, so it is refused, unrecorded,
+            # and its report must not carry the first run's sample into the tally.
+            self.user_properties[:] = [item for item in self.user_properties if not item[0].startswith("benchcell_")]
             raise TRIAL_EXCEPTIONS["refused"](
                 f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task} already ran in this "
                 f"sitting; a trial is one draw and never runs twice under one number (rerun plugins and "

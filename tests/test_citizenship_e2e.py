@@ -154,3 +154,31 @@ def test_changes_that_do_not_resolve_spend_nothing_and_skip_the_task(pytester: p
     assert sample["reason"].startswith(reason) and sample["turns"] == 0 and sample["tool_calls"] == []
     assert not (pytester.path / "script.log").exists()  # no script, so no scripted model and no request
     assert json.loads(json.dumps(sample["usage"]["total"])) == {k: 0 for k in sample["usage"]["total"]}
+
+
+RUNS_EVERYTHING_TWICE = CONFTEST + '''
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    # a plugin that runs every item's protocol twice (as a repeat or rerun plugin might)
+    for item in session.items:
+        for _ in range(2):
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
+    return True
+'''
+
+
+def test_an_item_run_twice_is_refused_and_records_nothing_more(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, conftest=RUNS_EVERYTHING_TWICE)
+    result = sitting(pytester, "--bench-trials", "1")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "trial 1 of bare x say-hello already ran in this sitting; a trial is one draw*",
+            "bare x say-hello: 1 recorded this sitting (1 passed, 0 failed, 0 invalid, 0 errors)",
+            "FAILED bench.toml::bare-say-hello-t1 - refused: *",
+        ]
+    )
+    assert trial_numbers(pytester) == [1]  # one sample: the first run's
+    assert samples(pytester, "bare", "say-hello")[0]["outcome"] == "pass"
