@@ -80,36 +80,7 @@ def test_no_bench_file_anywhere_says_where_it_looked(pytester: pytest.Pytester) 
     result.stderr.fnmatch_lines(["ERROR: no bench.toml in * or its parents, nor in the rootdir *--bench-config PATH*"])
 
 
-# --- refused before the first token ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("replace", "by", "expected"),
-    [
-        ('required_facts = ["hello"]', 'required_facts = [{ any_of = ["hello"], pattern = "hel(lo" }]',
-         "*bench.toml: [[]tasks.say-hello[]] required_facts (fact 1) has value {*'hel(lo'}; allowed: *invalid pattern*"),
-        ('required_facts = ["hello"]', 'required_facts = [{ any_of = "5 open" }]',
-         "*bench.toml: [[]tasks.say-hello[]] required_facts (fact 1) has value {'any_of': '5 open'}; allowed: *any_of must be a list*"),
-        ('required_facts = ["never"]\n\n[tasks.stall]', 'required_facts = ["never"]\nforbidden_facts = [{ pattern = "[" }]\n\n[tasks.stall]',
-         "*[[]tasks.loop-forever[]] forbidden_facts (fact 1) has value {'pattern': '['}*"),
-        ('intent = "Fetch a page."', 'intent = "Fetch a page."\nchanges = [{ op = "set", path = "issues[number=2.state", value = 1 }]',
-         "*[[]tasks.try-foreign[]] changes (change 1) has value {*}; allowed: unclosed '[' at position 6*"),
-        ("[tasks.say-hello]", "[bnech]\n[tasks.say-hello]", "*unknown top-level table [[]bnech[]] (did you mean 'bench'?)*"),
-        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tool = ["Bash"]\nbinaries = ["touch"]',
-         "*[[]arms.shell[]] has unknown key 'tool' (did you mean 'tools'?)*"),
-        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tools = ["Bassh"]', "*tools has value 'Bassh' (did you mean 'Bash'?)*"),
-    ],
-)
-def test_a_broken_bench_stops_at_load_with_exit_4_and_spends_nothing(
-    pytester: pytest.Pytester, replace: str, by: str, expected: str
-) -> None:
-    assert replace in BENCH_TOML
-    write_bench(pytester, BENCH_TOML.replace(replace, by, 1))
-    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "all", "--bench-scripted")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([expected])
-    no_traceback(result)
-    assert not (pytester.path / "results").exists()  # not even a trial number was reserved
+# --- refused before the first token (broken bench files: test_plugin.py) ---------------------------
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,19 @@ def test_usage_errors_are_one_clear_message(pytester: pytest.Pytester, args: lis
         ('tier = "read"', 'tier = "reading"', "*[[]tasks.say-hello[]] tier has value 'reading' (did you mean 'read'?); allowed: read, single-mutation*"),
         ('tools = ["Bash"]\nbinaries = ["touch"]', 'tools = ["Bsh"]', "*[[]arms.shell[]] tools has value 'Bsh' (did you mean 'Bash'?); allowed: built-in tools Bash*"),
         ('model = "claude-sonnet-4-5"', "model = [", "*bench.toml: is not valid TOML*"),
+        # facts compile and changes parse at load, so a broken task spends nothing (issue 10)
+        ('required_facts = ["hello"]', 'required_facts = [{ any_of = ["hello"], pattern = "hel(lo" }]',
+         "*bench.toml: [[]tasks.say-hello[]] required_facts (fact 1) has value {*'hel(lo'}; allowed: *invalid pattern*"),
+        ('required_facts = ["hello"]', 'required_facts = [{ any_of = "5 open" }]',
+         "*bench.toml: [[]tasks.say-hello[]] required_facts (fact 1) has value {'any_of': '5 open'}; allowed: *any_of must be a list*"),
+        ('required_facts = ["never"]\n\n[tasks.stall]', 'required_facts = ["never"]\nforbidden_facts = [{ pattern = "[" }]\n\n[tasks.stall]',
+         "*[[]tasks.loop-forever[]] forbidden_facts (fact 1) has value {'pattern': '['}*"),
+        ('intent = "Fetch a page."', 'intent = "Fetch a page."\nchanges = [{ op = "set", path = "issues[number=2.state", value = 1 }]',
+         "*[[]tasks.try-foreign[]] changes (change 1) has value {*}; allowed: unclosed '[' at position 6*"),
+        ("[tasks.say-hello]", "[bnech]\n[tasks.say-hello]", "*unknown top-level table [[]bnech[]] (did you mean 'bench'?)*"),
+        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tool = ["Bash"]\nbinaries = ["touch"]',
+         "*[[]arms.shell[]] has unknown key 'tool' (did you mean 'tools'?)*"),
+        ('tools = ["Bash"]\nbinaries = ["touch"]', 'tools = ["Bassh"]', "*tools has value 'Bassh' (did you mean 'Bash'?)*"),
     ],
 )
 def test_broken_bench_toml_is_rejected_with_file_key_value_and_allowed(
@@ -117,6 +130,7 @@ def test_broken_bench_toml_is_rejected_with_file_key_value_and_allowed(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
     assert "Traceback" not in result.stderr.str()
+    assert not (pytester.path / "results").exists()  # not even a trial number was reserved
 
 
 def test_real_model_without_credentials_is_refused_before_spending(
