@@ -132,6 +132,11 @@ def run_trial(
     try:
         workdir, info = _trial_folders(spec)
         environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
+        if not isinstance(environment, Environment):
+            raise HarnessError(
+                f"pytest_benchcell_provision returned {type(environment).__name__}; allowed: "
+                f"pytest_benchcell.Environment(values=..., data=..., secrets=...) or None"
+            )
         _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner)
     except TaskUnusable as exc:
         task_unusable = str(exc)

@@ -182,3 +182,34 @@ def test_an_item_run_twice_is_refused_and_records_nothing_more(pytester: pytest.
     )
     assert trial_numbers(pytester) == [1]  # one sample: the first run's
     assert samples(pytester, "bare", "say-hello")[0]["outcome"] == "pass"
+
+
+HARNESS_BUG_ON_FIRST = CONFTEST + '''
+import pytest_benchcell.trial as trial_module
+
+_real_check = trial_module.check_changes
+_calls = []
+
+def _buggy_check(bench, task, ground_truth):
+    # stands in for a bug of the harness itself, on the first trial only
+    _calls.append(task.id)
+    if len(_calls) == 1:
+        raise RuntimeError("boom in the harness")
+    return _real_check(bench, task, ground_truth)
+
+trial_module.check_changes = _buggy_check
+'''
+
+
+def test_a_harness_bug_is_recorded_as_internal_shown_with_its_traceback_and_the_next_trial_works(
+    pytester: pytest.Pytester,
+) -> None:
+    write_bench(pytester, conftest=HARNESS_BUG_ON_FIRST)
+    result = sitting(pytester, "--bench-trials", "2")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: boom in the harness*", "ERROR bench.toml::bare-say-hello-t1 - RuntimeError*"])
+    assert "_buggy_check" in result.stdout.str()  # the traceback, for the bug report
+    first, second = samples(pytester, "bare", "say-hello")
+    assert (first["status"], first["reason"]) == ("error", "internal: RuntimeError: boom in the harness")
+    assert (second["status"], second["outcome"]) == ("scored", "pass")
+    assert (pytester.path / "teardown.log").read_text().splitlines() == ["bare-say-hello-t1", "bare-say-hello-t2"]

@@ -165,3 +165,16 @@ def test_provision_may_write_into_the_agents_working_directory(tmp_path: Path) -
 
     sample = run_trial(spec, Filling(), agent_runner=runner)
     assert seen == [["NOTES.md"]] and sample["outcome"] == "pass"
+
+
+def test_provision_returning_something_else_is_a_clear_error(tmp_path: Path) -> None:
+    spec = spec_for(tmp_path, "say-hello")
+
+    class Wrong(Hooks):
+        def pytest_benchcell_provision(self, **_: Any) -> dict[str, str]:
+            return {"db": "x"}
+
+    calls: list[Any] = []
+    sample = run_trial(spec, Wrong(), agent_runner=calls.append)
+    assert calls == [] and sample["status"] == "error"
+    assert sample["reason"].startswith("pytest_benchcell_provision returned dict; allowed: pytest_benchcell.Environment(")
