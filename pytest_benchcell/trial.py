@@ -546,7 +546,7 @@ def _secrets(bench: Bench, arm: Arm, environment: Environment | None) -> list[st
     marks secret, and each credential-like variable the arm receives."""
     names = (*CREDENTIAL_VARIABLES, *bench.secrets)
     values = [os.environ.get(name, "") for name in names]
-    if environment is not None:
+    if isinstance(environment, Environment):  # not what a broken provision hook returned instead
         values += [str(value) for value in environment.secrets]
         values += [str(environment.values[name]) for name in bench.secrets if name in environment.values]
         placeholders = {str(k): str(v) for k, v in environment.values.items()}
