@@ -1,0 +1,561 @@
+"""The figures: from per-cell summaries to every table of the report (statistics.py has the formulas).
+
+How the figures are made (the README repeats this):
+
+* Only ``scored`` samples enter success, tokens, turns and duration. ``invalid`` and ``error`` samples
+  are counted apart per arm. A ``hung`` trial counts with whatever usage it had (it is not zeroed, so
+  an arm that hangs never looks cheaper for it).
+* Per-task means first, then the mean over tasks: every task weighs the same, however deep its cell.
+  The "median" beside a mean is the mean over the same tasks of the per-task medians, so the gap
+  between the two shows skew within tasks and nothing else.
+* The headline and the per-tier, per-component and pass^k tables use only the tasks where every
+  reported arm has at least ``floor`` scored trials, and say which. Pairwise comparisons use the tasks
+  where both arms of the pair meet the floor.
+* Intervals: task-clustered percentile bootstrap (resampling tasks), seeded per figure from
+  ``settings.seed`` so the same store always gives byte-identical output. Success per cell: Wilson.
+* A comparison claims a difference only when its interval excludes zero *and* its sign-flip p-value
+  (Holm-adjusted across the pairs when there are more than two arms) is below 1 - confidence;
+  otherwise it says "not distinguishable at this sample size" and gives the minimum detectable effect.
+* Provenance: within a cell, samples of different fingerprints (model, arm/task definition, skill
+  text, tool version) are never pooled. Both policies compute every figure from each cell's newest
+  fingerprint (the one most recently seen); ``newest`` states how many older samples were left out,
+  ``group`` additionally shows every fingerprint group of every cell with its own figures.
+  Real and scripted samples live in separate folders and are reported one kind at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .. import __version__
+from .. import statistics as stats
+from ..sample import (
+    MODEL_KINDS,
+    OUTCOME_CONFUSED,
+    OUTCOME_HUNG,
+    OUTCOME_INCORRECT,
+    OUTCOME_PASS,
+    TOKEN_COMPONENTS,
+)
+from ..store import Problem, Store
+from .model import (
+    COVERED,
+    PARTIAL,
+    MISSING,
+    REPORT_SCHEMA_VERSION,
+    ArmCoverage,
+    Bonus,
+    CellFigure,
+    CellSummary,
+    Comparison,
+    ComponentRow,
+    CoverageCount,
+    Figure,
+    Headline,
+    HeadlineRow,
+    OutcomeRow,
+    PairComparison,
+    PassHatK,
+    PassK,
+    Provenance,
+    Rate,
+    Report,
+    ReportSettings,
+    SettingsInfo,
+    StoreInfo,
+    TaskEntry,
+    TaskInfo,
+    TierRow,
+    TierSection,
+    names_in_prose,
+    p_text,
+    plural,
+)
+from .reading import empty_cell, read_cell, summarize_cell
+
+@dataclass
+class _Context:
+    settings: ReportSettings
+    arms: list[str]
+    catalogue: dict[str, TaskInfo]
+    cells: dict[tuple[str, str], CellSummary]  # (arm, task) -> summary, every arm x catalogue task
+    z: float
+
+    def seed(self, *labels: str) -> int:
+        return stats.derive_seed(self.settings.seed, *labels)
+
+    def scored_tasks(self) -> list[str]:
+        return [task for task, info in self.catalogue.items() if not info.bonus]
+
+    def covered(self, arm: str, task: str) -> bool:
+        return self.cells[(arm, task)].coverage == COVERED
+
+
+def build_report(store: Store, settings: ReportSettings | None = None) -> Report:
+    """Read the store one cell at a time and compute every table. Never holds a transcript."""
+    settings = settings or ReportSettings()
+    settings.validate()
+    problems: list[Problem] = []
+    weights = [float(settings.weights[name]) for name in TOKEN_COMPONENTS]
+    z = stats.two_sided_z(settings.confidence)
+
+    all_cells = store.cells([settings.model_kind])
+    arms = list(settings.arms) if settings.arms is not None else sorted({c.arm for c in all_cells})
+    selected = [
+        c for c in all_cells
+        if c.arm in arms and (settings.tasks is None or c.task in settings.tasks)
+    ]  # fmt: skip
+    summaries: dict[tuple[str, str], CellSummary] = {}
+    samples_read = 0
+    for cell in selected:
+        groups = read_cell(store, cell, weights, problems)
+        samples_read += sum(group.samples for group in groups.values())
+        summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
+
+    catalogue = _catalogue(settings, summaries)
+    for arm in arms:
+        for task, info in catalogue.items():
+            if (arm, task) not in summaries:
+                summaries[(arm, task)] = empty_cell(arm, task, info)
+            elif settings.tasks is not None:
+                # The bench's catalogue is the authority on tier and bonus, not what old samples say.
+                summaries[(arm, task)] = dataclasses.replace(summaries[(arm, task)], tier=info.tier, bonus=info.bonus)
+    context = _Context(settings, arms, catalogue, summaries, z)
+
+    other_kind = [kind for kind in MODEL_KINDS if kind != settings.model_kind]
+    store_info = StoreInfo(
+        cells_read=len(selected),
+        samples_read=samples_read,
+        samples_used=sum(s.samples for s in summaries.values()),
+        other_model_kind_cells=len(store.cells(other_kind)),
+        cells_outside_selection=len(all_cells) - len(selected),
+        problems=[_problem_text(store, p) for p in problems],
+    )
+    headline_tasks = _headline_tasks(context)
+    cells = [summaries[(arm, task)] for arm in arms for task in catalogue if not catalogue[task].bonus]
+    bonus_tasks = [task for task, info in catalogue.items() if info.bonus]
+    provenance = _provenance(context)
+    headline, components = _headline(context, headline_tasks)
+    report = Report(
+        report_schema=REPORT_SCHEMA_VERSION,
+        plugin_version=__version__,
+        settings=SettingsInfo(
+            model_kind=settings.model_kind, floor=settings.floor,
+            weights={name: float(settings.weights[name]) for name in TOKEN_COMPONENTS},
+            fingerprint_policy=settings.fingerprint_policy, seed=settings.seed,
+            resamples=settings.resamples, confidence=settings.confidence,
+        ),  # fmt: skip
+        store=store_info,
+        arms=arms,
+        tasks=[TaskEntry(task, info.tier, info.bonus, list(info.arms)) for task, info in catalogue.items()],
+        notices=[],
+        headline=headline,
+        coverage=[_arm_coverage(context, arm) for arm in arms],
+        cells=cells,
+        tiers=_tiers(context, headline_tasks),
+        components=components,
+        outcomes=[_outcomes(context, arm) for arm in arms],
+        comparisons=_comparisons(context),
+        pass_hat_k=[_pass_hat_k(context, arm, headline_tasks) for arm in arms],
+        bonus=Bonus(bonus_tasks, [summaries[(arm, task)] for task in bonus_tasks for arm in arms]),
+        provenance=provenance,
+    )
+    return dataclasses.replace(report, notices=_notices(report, context))
+
+
+def _catalogue(settings: ReportSettings, summaries: Mapping[tuple[str, str], CellSummary]) -> dict[str, TaskInfo]:
+    if settings.tasks is not None:
+        return dict(settings.tasks)
+    found: dict[str, TaskInfo] = {}
+    for (_, task), summary in sorted(summaries.items()):
+        known = found.get(task)
+        tier = known.tier if known and known.tier else summary.tier
+        found[task] = TaskInfo(
+            tier=tier, bonus=(known.bonus if known else False) or summary.bonus, arms=known.arms if known else ()
+        )
+    return dict(sorted(found.items()))
+
+
+def _problem_text(store: Store, problem: Problem) -> str:
+    try:
+        where = problem.path.relative_to(store.root).as_posix()
+    except ValueError:
+        where = str(problem.path)
+    return f"{where}:{problem.line}: {problem.message}"
+
+
+def _headline_tasks(context: _Context) -> list[str]:
+    if not context.arms:
+        return []
+    return [t for t in context.scored_tasks() if all(context.covered(arm, t) for arm in context.arms)]
+
+
+# -- figures over a set of tasks ----------------------------------------------------------------------
+SUCCESS_METHOD = "task-clustered bootstrap, widened to pooled Wilson"
+_Pick = Callable[[CellSummary], CellFigure]
+
+
+def _arm_figures(
+    context: _Context, arm: str, tasks: Sequence[str], picks: Mapping[str, _Pick], *labels: str
+) -> tuple[dict[str, Figure], Rate]:
+    """One arm's figures over a set of tasks: per-task means first, then the mean over tasks.
+
+    Intervals resample tasks (each cell's mean is one cluster: the clustered bootstrap of
+    statistics.py, one stage). Metrics present on the same tasks share one set of resamples, which
+    keeps them coherent and pays for the random draws once.
+    """
+    cells = [context.cells[(arm, task)] for task in sorted(tasks)]
+    columns: dict[str, list[CellFigure]] = {name: [pick(cell) for cell in cells] for name, pick in picks.items()}
+    present = {name: tuple(i for i, f in enumerate(figures) if f.mean is not None) for name, figures in columns.items()}
+    scored = tuple(i for i, cell in enumerate(cells) if cell.scored)
+    rates = [cells[i].success.successes / cells[i].scored for i in scored]
+
+    # Group the metrics (and the success rate) by the tasks they are present on; bootstrap each group once.
+    groups: dict[tuple[int, ...], list[tuple[str, list[float]]]] = {}
+    for name, rows in present.items():
+        groups.setdefault(rows, []).append((name, [columns[name][i].mean for i in rows]))  # type: ignore[misc]
+    groups.setdefault(scored, []).append(("\0success", rates))
+    intervals: dict[str, tuple[float, float]] = {}
+    for rows, members in groups.items():
+        if len(rows) < 2:
+            continue  # one task has no spread to resample
+        found = stats.bootstrap_mean_intervals(
+            [values for _, values in members], resamples=context.settings.resamples,
+            seed=context.seed(*labels, arm, *(name for name, _ in members)), confidence=context.settings.confidence,
+        )  # fmt: skip
+        intervals.update(zip((name for name, _ in members), found))
+
+    figures = {}
+    for name, rows in present.items():
+        chosen = [columns[name][i] for i in rows]
+        if not chosen:
+            figures[name] = Figure(None, None, None, None, 0, 0)
+            continue
+        low, high = intervals.get(name, (None, None))
+        medians = [f.median for f in chosen if f.median is not None]
+        figures[name] = Figure(
+            mean=stats.mean(f.mean for f in chosen if f.mean is not None),
+            low=low,
+            high=high,
+            median=stats.mean(medians) if medians else None,
+            n_tasks=len(chosen),
+            n_samples=sum(f.n for f in chosen),
+        )
+    return figures, _success_rate(context, [cells[i] for i in scored], rates, intervals.get("\0success"))
+
+
+def _success_rate(
+    context: _Context, cells: Sequence[CellSummary], rates: Sequence[float], boot: tuple[float, float] | None
+) -> Rate:
+    """Mean over tasks of per-task pass rates, with an interval that cannot collapse to a point.
+
+    The task bootstrap alone says [100%, 100%] when every task passed every trial, which is exactly
+    the overconfidence this report exists to prevent; so the interval is widened to include the
+    Wilson interval of the pooled counts, which stays honest at 0/n and n/n.
+    """
+    if not cells:
+        return Rate(None, None, None, 0, 0, 0, SUCCESS_METHOD)
+    successes = sum(c.success.successes for c in cells)
+    n = sum(c.scored for c in cells)
+    low, high = stats.wilson_interval(successes, n, context.z)
+    if boot is not None:
+        low, high = min(low, boot[0]), max(high, boot[1])
+    return Rate(stats.mean(rates), low, high, successes, n, len(cells), SUCCESS_METHOD)
+
+
+_HEADLINE_PICKS: dict[str, _Pick] = {
+    "cost_equivalent": lambda c: c.cost_equivalent,
+    "raw_tokens": lambda c: c.raw_tokens,
+    "turns": lambda c: c.turns,
+    "duration_s": lambda c: c.duration_s,
+    "imputed_cost_usd": lambda c: c.imputed_cost_usd,
+    **{name: (lambda c, name=name: c.components[name]) for name in TOKEN_COMPONENTS},  # type: ignore[misc]
+}
+_TIER_PICKS: dict[str, _Pick] = {"cost_equivalent": _HEADLINE_PICKS["cost_equivalent"]}
+
+
+def _coverage_count(context: _Context, arm: str, tasks: Iterable[str]) -> CoverageCount:
+    states = Counter(context.cells[(arm, task)].coverage for task in tasks)
+    return CoverageCount(states[COVERED], states[PARTIAL], states[MISSING], sum(states.values()))
+
+
+def _headline(context: _Context, tasks: list[str]) -> tuple[Headline, list[ComponentRow]]:
+    """The headline rows and the per-component rows: both over the headline tasks, one bootstrap per arm."""
+    scored = context.scored_tasks()
+    floor = context.settings.floor
+    if not context.arms:
+        note = "no arm has samples yet"
+    elif not tasks:
+        note = f"no task has every arm at >= {floor} scored trials yet, so no figure can be compared"
+    else:
+        note = (
+            f"means over {len(tasks)} of {plural(len(scored), 'task')}: those where every arm has >= {floor} "
+            "scored trials; per-task means first, each task weighs the same"
+        )
+    rows, components = [], []
+    for arm in context.arms:
+        figures, success = _arm_figures(context, arm, tasks, _HEADLINE_PICKS, "headline")
+        rows.append(
+            HeadlineRow(
+                arm=arm,
+                cost_equivalent=figures["cost_equivalent"],
+                raw_tokens=figures["raw_tokens"],
+                turns=figures["turns"],
+                duration_s=figures["duration_s"],
+                success=success,
+                coverage=_coverage_count(context, arm, scored),
+                imputed_cost_usd=figures["imputed_cost_usd"],
+            )
+        )
+        components.append(ComponentRow(arm, *(figures[name] for name in TOKEN_COMPONENTS)))
+    return Headline(tasks=tasks, note=note, rows=rows), components
+
+
+def _arm_coverage(context: _Context, arm: str) -> ArmCoverage:
+    by_state: dict[str, list[str]] = {COVERED: [], PARTIAL: [], MISSING: []}
+    for task in context.scored_tasks():
+        by_state[context.cells[(arm, task)].coverage].append(task)
+    return ArmCoverage(
+        arm=arm,
+        covered=len(by_state[COVERED]),
+        partial=len(by_state[PARTIAL]),
+        missing=len(by_state[MISSING]),
+        total=len(context.scored_tasks()),
+        covered_tasks=by_state[COVERED],
+        partial_tasks=by_state[PARTIAL],
+        missing_tasks=by_state[MISSING],
+    )
+
+
+def _tier_order(context: _Context) -> list[str]:
+    tiers: list[str] = []
+    for task in context.scored_tasks():
+        tier = context.catalogue[task].tier
+        if tier not in tiers:
+            tiers.append(tier)
+    # With a bench catalogue its declaration order is meaningful; discovered tiers are sorted.
+    return tiers if context.settings.tasks is not None else sorted(tiers)
+
+
+def _tiers(context: _Context, headline_tasks: list[str]) -> list[TierSection]:
+    sections = []
+    for tier in _tier_order(context):
+        tier_tasks = [t for t in context.scored_tasks() if context.catalogue[t].tier == tier]
+        tasks = [t for t in headline_tasks if context.catalogue[t].tier == tier]
+        rows = []
+        for arm in context.arms:
+            figures, success = _arm_figures(context, arm, tasks, _TIER_PICKS, "tier", tier)
+            rows.append(TierRow(arm, figures["cost_equivalent"], success, _coverage_count(context, arm, tier_tasks)))
+        sections.append(TierSection(tier=tier, tasks=tasks, catalogue_tasks=len(tier_tasks), rows=rows))
+    return sections
+
+
+def _outcomes(context: _Context, arm: str) -> OutcomeRow:
+    """Counts over every non-bonus task of the catalogue (not only the headline tasks)."""
+    cells = [context.cells[(arm, task)] for task in context.scored_tasks()]
+    return OutcomeRow(
+        arm=arm,
+        samples=sum(c.samples for c in cells),
+        scored=sum(c.scored for c in cells),
+        passed=sum(c.outcomes[OUTCOME_PASS] for c in cells),
+        incorrect=sum(c.outcomes[OUTCOME_INCORRECT] for c in cells),
+        confused=sum(c.outcomes[OUTCOME_CONFUSED] for c in cells),
+        hung=sum(c.outcomes[OUTCOME_HUNG] for c in cells),
+        invalid=sum(c.invalid for c in cells),
+        error=sum(c.error for c in cells),
+    )
+
+
+def _pass_hat_k(context: _Context, arm: str, tasks: list[str]) -> PassHatK:
+    cells = [context.cells[(arm, task)] for task in tasks]
+    if not cells:
+        return PassHatK(arm, 0, 0, [])
+    k_max = min(c.scored for c in cells)
+    counts = [(c.success.successes, c.scored) for c in cells]
+    curve = stats.pass_hat_k_curve(counts, k_max)
+    return PassHatK(arm, len(cells), k_max, [PassK(k, value) for k, value in enumerate(curve, start=1)])
+
+
+# -- comparisons ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _MetricSpec:
+    key: str
+    unit: str
+    better: str
+    values: Callable[[CellSummary], float | None]
+    show: Callable[[float], str]  # a magnitude, e.g. "1,234 tokens" or "5.0 pp"
+
+
+_COMPARED_METRICS = (
+    _MetricSpec(
+        "cost_equivalent", "cost-equivalent tokens per trial", "lower",
+        lambda c: c.cost_equivalent.mean, lambda v: f"{v:,.0f} tokens",
+    ),
+    _MetricSpec(
+        "success", "success rate", "higher",
+        lambda c: c.success.successes / c.scored if c.scored else None, lambda v: f"{100 * v:.1f} pp",
+    ),
+)  # fmt: skip
+
+
+def _comparisons(context: _Context) -> list[Comparison]:
+    pairs = [(a, b) for i, a in enumerate(context.arms) for b in context.arms[i + 1 :]]
+    if not pairs:
+        return []
+    return [_compare_metric(context, spec, pairs) for spec in _COMPARED_METRICS]
+
+
+def _compare_metric(context: _Context, spec: _MetricSpec, pairs: list[tuple[str, str]]) -> Comparison:
+    raw = []
+    for a, b in pairs:
+        shared = [t for t in context.scored_tasks() if context.covered(a, t) and context.covered(b, t)]
+        per_a = {t: [v] for t in shared if (v := spec.values(context.cells[(a, t)])) is not None}
+        per_b = {t: [v] for t in shared if (v := spec.values(context.cells[(b, t)])) is not None}
+        result = stats.paired_difference(
+            per_a, per_b, resamples=context.settings.resamples, seed=context.seed("compare", spec.key, a, b),
+            confidence=context.settings.confidence,
+        )  # fmt: skip
+        raw.append((a, b, result, per_a, per_b))
+    tested = [r.p_value for _, _, r, _, _ in raw if r.p_value is not None]
+    holm = len(tested) > 1
+    adjusted = iter(stats.holm_adjust(tested)) if holm else iter(tested)
+    alpha = 1.0 - context.settings.confidence
+    out = []
+    for a, b, result, per_a, per_b in raw:
+        p_adjusted = next(adjusted) if result.p_value is not None else None
+        mean_a = stats.mean(v[0] for t, v in per_a.items() if t in result.tasks) if result.tasks else None
+        mean_b = stats.mean(v[0] for t, v in per_b.items() if t in result.tasks) if result.tasks else None
+        distinguishable = (
+            result.n_tasks >= 2 and not result.spans_zero and p_adjusted is not None and p_adjusted < alpha
+        )
+        relative = result.estimate / mean_b if result.estimate is not None and mean_b else None
+        out.append(
+            PairComparison(
+                arm_a=a, arm_b=b, n_tasks=result.n_tasks, tasks=list(result.tasks), mean_a=mean_a, mean_b=mean_b,
+                estimate=result.estimate, low=result.low, high=result.high, relative=relative,
+                p_value=result.p_value, p_adjusted=p_adjusted,
+                # Below the tasks the exact test needs, no effect is detectable: the normal-theory MDE would lie.
+                minimum_detectable_effect=(
+                    result.minimum_detectable_effect if result.n_tasks >= _tasks_needed(alpha) else None
+                ),
+                distinguishable=distinguishable,
+                verdict=_verdict(spec, a, b, result, p_adjusted, distinguishable, alpha, mean_b),
+            )  # fmt: skip
+        )
+    return Comparison(metric=spec.key, unit=spec.unit, better=spec.better, holm_adjusted=holm, pairs=out)
+
+
+def _verdict(
+    spec: _MetricSpec,
+    a: str,
+    b: str,
+    result: stats.PairedDifference,
+    p_adjusted: float | None,
+    distinguishable: bool,
+    alpha: float,
+    mean_b: float | None,
+) -> str:
+    """The sentence a reader quotes. Only a distinguishable difference gets a winner."""
+    if result.n_tasks == 0 or result.estimate is None:
+        return "not compared: no task has both arms at the floor"
+    if result.n_tasks == 1:
+        return "not distinguishable at this sample size: only 1 shared task, no interval can be estimated"
+    if distinguishable:
+        direction = "lower" if result.estimate < 0 else "higher"
+        winner = a if direction == spec.better else b
+        return f"distinguishable: {winner} is better ({a} is {direction} than {b} by {spec.show(abs(result.estimate))})"
+    needed = _tasks_needed(alpha)
+    if result.n_tasks < needed:
+        return (
+            f"not distinguishable at this sample size: with {result.n_tasks} shared tasks the paired test cannot "
+            f"reach p < {alpha:g} whatever the difference (no minimum detectable effect; it needs at least "
+            f"{needed} tasks)"
+        )
+    reason = ""
+    if not result.spans_zero and result.p_value is not None and result.p_value >= alpha:
+        reason = f" (the interval excludes zero but the paired sign-flip test does not, p {p_text(result.p_value)})"
+    elif not result.spans_zero and p_adjusted is not None:
+        reason = f" after Holm adjustment (p {p_text(p_adjusted)})"
+    mde = result.minimum_detectable_effect
+    if mde is None or mde == 0.0:
+        detail = "every shared task gave the same difference, so no minimum detectable effect can be estimated"
+    else:
+        share = f" ({100 * mde / abs(mean_b):.0f}% of {b})" if mean_b and spec.key != "success" else ""
+        detail = f"minimum detectable effect ~ {spec.show(mde)}{share}"
+    return f"not distinguishable at this sample size{reason}; {detail}"
+
+
+def _tasks_needed(alpha: float) -> int:
+    """Fewest shared tasks for which the exact sign-flip test can reach p < alpha (2 / 2^T < alpha)."""
+    tasks = 1
+    while 2 / 2**tasks >= alpha:
+        tasks += 1
+    return tasks
+
+
+# -- provenance and notices -----------------------------------------------------------------------------
+def _provenance(context: _Context) -> Provenance:
+    models: Counter[str] = Counter()
+    for cell in context.cells.values():
+        models.update(cell.models)
+    older = [c for c in context.cells.values() if c.left_out_older]
+    return Provenance(
+        policy=context.settings.fingerprint_policy,
+        models=dict(sorted(models.items())),
+        left_out_older=sum(c.left_out_older for c in older),
+        cells_with_older=len(older),
+    )
+
+
+def _notices(report: Report, context: _Context) -> list[str]:
+    notes: list[str] = []
+    kind = report.settings.model_kind
+    if report.store.cells_read == 0:
+        selection = " for the selected arms and tasks" if report.store.cells_outside_selection else ""
+        notes.append(f"The store has no {kind}-model samples{selection}.")
+    if report.store.other_model_kind_cells:
+        other = "scripted" if kind == "real" else "real"
+        notes.append(
+            f"The store also holds {report.store.other_model_kind_cells} {other}-model cells, reported separately "
+            f"(pytest --bench-report {'with' if other == 'scripted' else 'without'} --bench-scripted, or benchcell report "
+            f"--model-kind {other}); the two kinds are never pooled."
+        )
+    if report.store.cells_outside_selection:
+        notes.append(
+            f"Left out {plural(report.store.cells_outside_selection, 'cell')} of arms or tasks outside the selection."
+        )
+    for row in report.coverage:
+        if row.covered + row.partial == 0:
+            notes.append(f"Arm {row.arm} has no scored samples.")
+    missing = sum(r.missing for r in report.coverage)
+    partial = sum(r.partial for r in report.coverage)
+    total = sum(r.total for r in report.coverage)
+    if missing or partial:
+        notes.append(
+            f"Of {plural(total, 'cell')}, {missing} missing and {partial} partial (below the floor of "
+            f"{report.settings.floor} scored trials); see Coverage."
+        )
+    scored = context.scored_tasks()
+    headline = report.headline.tasks
+    if context.arms and scored and len(headline) < len(scored):
+        left = [t for t in scored if t not in headline]
+        notes.append(
+            f"Headline over {len(headline)} of {len(scored)} tasks (those where every arm meets the floor); "
+            f"left out: {names_in_prose(left)}."
+        )
+    if report.provenance.left_out_older:
+        notes.append(
+            f"Left out {plural(report.provenance.left_out_older, 'sample')} of older fingerprints in "
+            f"{plural(report.provenance.cells_with_older, 'cell')}: each cell reports its newest fingerprint only; "
+            "see Provenance."
+        )
+    if len(report.provenance.models) > 1:
+        listed = ", ".join(f"{model or 'unrecorded'} ({n} samples)" for model, n in report.provenance.models.items())
+        notes.append(f"Samples of more than one model are in this report: {listed}; the JSON lists each cell's models.")
+    if report.store.problems:
+        notes.append(f"Skipped {plural(len(report.store.problems), 'unreadable line')} of the store; see Problems.")
+    return notes
+

@@ -1,0 +1,380 @@
+"""The report's data: settings in, plain dataclasses out. Field names are the JSON keys.
+
+Nothing here computes a figure (figures.py does) or formats one (renderers/ do); data/report.schema.json
+describes the same shape for readers of the JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import statistics as stats
+from ..sample import MODEL_KINDS, TOKEN_COMPONENTS
+
+REPORT_SCHEMA_VERSION = 1
+# Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
+DEFAULT_WEIGHTS: dict[str, float] = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
+FINGERPRINT_POLICIES = ("newest", "group")
+COVERED, PARTIAL, MISSING = "covered", "partial", "missing"
+COMPONENT_LABELS = {
+    "fresh_input": "fresh input",
+    "cache_write": "cache write",
+    "cache_read": "cache read",
+    "output": "output",
+}
+# Lists of task names inside prose notices are cut after this many names (the JSON keeps them all).
+_NAMES_IN_PROSE = 8
+
+
+class ReportError(ValueError):
+    """The settings cannot produce a report. The message is complete and meant for the user."""
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    tier: str
+    bonus: bool = False
+    arms: tuple[str, ...] = ()  # arms that can do the task (bonus tasks); () = every arm
+
+
+@dataclass
+class ReportSettings:
+    floor: int = 3
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    model_kind: str = "real"
+    arms: list[str] | None = None  # display order and selection; None: every arm found, sorted
+    tasks: dict[str, TaskInfo] | None = None  # the bench's catalogue; None: discovered from samples
+    fingerprint_policy: str = "newest"
+    seed: int = 0
+    resamples: int = stats.DEFAULT_RESAMPLES
+    confidence: float = stats.DEFAULT_CONFIDENCE
+
+    def validate(self) -> None:
+        if not isinstance(self.floor, int) or isinstance(self.floor, bool) or self.floor < 1:
+            raise ReportError(f"floor must be a whole number >= 1, got {self.floor!r}")
+        unknown = sorted(set(self.weights) - set(TOKEN_COMPONENTS))
+        missing = [name for name in TOKEN_COMPONENTS if name not in self.weights]
+        if unknown or missing:
+            raise ReportError(
+                f"weights need exactly the components {', '.join(TOKEN_COMPONENTS)}"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+            )
+        for name, value in self.weights.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0 or math.isinf(value):
+                raise ReportError(f"weight {name} must be a finite number >= 0, got {value!r}")
+        if self.model_kind not in MODEL_KINDS:
+            raise ReportError(f"model kind must be one of {', '.join(MODEL_KINDS)}, got {self.model_kind!r}")
+        if self.fingerprint_policy not in FINGERPRINT_POLICIES:
+            raise ReportError(
+                f"fingerprint policy must be one of {', '.join(FINGERPRINT_POLICIES)}, got {self.fingerprint_policy!r}"
+            )
+        if self.arms is not None and len(set(self.arms)) != len(self.arms):
+            raise ReportError(f"arms are listed more than once: {self.arms}")
+        if not isinstance(self.resamples, int) or self.resamples < 100:
+            raise ReportError(f"resamples must be a whole number >= 100, got {self.resamples!r}")
+        if not 0.5 <= self.confidence < 1.0:
+            raise ReportError(f"confidence must be in [0.5, 1), got {self.confidence!r}")
+
+
+
+# =====================================================================================================
+# The report: plain data. Field names are the JSON keys (see data/report.schema.json).
+# =====================================================================================================
+@dataclass(frozen=True)
+class Figure:
+    """A mean over tasks of per-task means, with its task-clustered bootstrap interval."""
+
+    mean: float | None
+    low: float | None  # None when fewer than two tasks (no spread can be estimated)
+    high: float | None
+    median: float | None  # mean over the same tasks of the per-task medians
+    n_tasks: int
+    n_samples: int
+
+
+@dataclass(frozen=True)
+class Rate:
+    rate: float | None
+    low: float | None
+    high: float | None
+    successes: int
+    n_samples: int
+    n_tasks: int
+    method: str
+
+
+@dataclass(frozen=True)
+class CellFigure:
+    mean: float | None
+    median: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class CoverageCount:
+    covered: int
+    partial: int
+    missing: int
+    total: int
+
+
+@dataclass(frozen=True)
+class FingerprintGroup:
+    fingerprint: str
+    samples: int
+    scored: int
+    passes: int
+    cost_equivalent_mean: float | None
+    first_seen: str
+    last_seen: str
+    used: bool
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    arm: str
+    task: str
+    tier: str
+    bonus: bool
+    coverage: str  # covered | partial | missing
+    samples: int  # every sample of the used fingerprint, whatever its status
+    scored: int
+    invalid: int
+    error: int
+    outcomes: dict[str, int]
+    success: Rate
+    cost_equivalent: CellFigure
+    raw_tokens: CellFigure
+    turns: CellFigure
+    duration_s: CellFigure
+    imputed_cost_usd: CellFigure
+    components: dict[str, CellFigure]
+    fingerprint: str | None
+    left_out_older: int
+    groups: list[FingerprintGroup]
+    models: dict[str, int]  # model -> samples of the used fingerprint
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    arm: str
+    cost_equivalent: Figure
+    raw_tokens: Figure
+    turns: Figure
+    duration_s: Figure
+    success: Rate
+    coverage: CoverageCount
+    imputed_cost_usd: Figure
+
+
+@dataclass(frozen=True)
+class Headline:
+    tasks: list[str]
+    note: str
+    rows: list[HeadlineRow]
+
+
+@dataclass(frozen=True)
+class ArmCoverage:
+    arm: str
+    covered: int
+    partial: int
+    missing: int
+    total: int
+    covered_tasks: list[str]
+    partial_tasks: list[str]
+    missing_tasks: list[str]
+
+
+@dataclass(frozen=True)
+class TierRow:
+    arm: str
+    cost_equivalent: Figure
+    success: Rate
+    coverage: CoverageCount
+
+
+@dataclass(frozen=True)
+class TierSection:
+    tier: str
+    tasks: list[str]  # the tier's headline tasks (every arm at the floor)
+    catalogue_tasks: int
+    rows: list[TierRow]
+
+
+@dataclass(frozen=True)
+class ComponentRow:
+    arm: str
+    fresh_input: Figure
+    cache_write: Figure
+    cache_read: Figure
+    output: Figure
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    arm: str
+    samples: int
+    scored: int
+    passed: int
+    incorrect: int
+    confused: int
+    hung: int
+    invalid: int
+    error: int
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    arm_a: str
+    arm_b: str
+    n_tasks: int
+    tasks: list[str]
+    mean_a: float | None
+    mean_b: float | None
+    estimate: float | None  # mean over shared tasks of (a - b)
+    low: float | None
+    high: float | None
+    relative: float | None  # estimate / mean_b
+    p_value: float | None
+    p_adjusted: float | None
+    minimum_detectable_effect: float | None
+    distinguishable: bool
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    metric: str
+    unit: str
+    better: str  # lower | higher
+    holm_adjusted: bool
+    pairs: list[PairComparison]
+
+
+@dataclass(frozen=True)
+class PassK:
+    k: int
+    value: float
+
+
+@dataclass(frozen=True)
+class PassHatK:
+    arm: str
+    n_tasks: int
+    k_max: int
+    values: list[PassK]
+
+
+@dataclass(frozen=True)
+class Bonus:
+    tasks: list[str]
+    cells: list[CellSummary]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    policy: str
+    models: dict[str, int]  # model -> samples used
+    left_out_older: int
+    cells_with_older: int
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    cells_read: int
+    samples_read: int
+    samples_used: int
+    other_model_kind_cells: int
+    cells_outside_selection: int
+    problems: list[str]
+
+
+@dataclass(frozen=True)
+class SettingsInfo:
+    model_kind: str
+    floor: int
+    weights: dict[str, float]
+    fingerprint_policy: str
+    seed: int
+    resamples: int
+    confidence: float
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    task: str
+    tier: str
+    bonus: bool
+    arms: list[str] = field(default_factory=list)  # arms that can do it; [] = every arm
+
+
+@dataclass(frozen=True)
+class Report:
+    report_schema: int
+    plugin_version: str
+    settings: SettingsInfo
+    store: StoreInfo
+    arms: list[str]
+    tasks: list[TaskEntry]
+    notices: list[str]
+    headline: Headline
+    coverage: list[ArmCoverage]
+    cells: list[CellSummary]
+    tiers: list[TierSection]
+    components: list[ComponentRow]
+    outcomes: list[OutcomeRow]
+    comparisons: list[Comparison]
+    pass_hat_k: list[PassHatK]
+    bonus: Bonus
+    provenance: Provenance
+
+    def to_dict(self) -> dict[str, Any]:
+        return _rounded(dataclasses.asdict(self))
+
+
+def _rounded(value: Any) -> Any:
+    # Six decimals is far below anything the report claims, and keeps the JSON free of float noise.
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return value
+
+
+
+def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSettings:
+    """Report settings from a loaded bench.toml (config.Bench): floor, weights, arms, task catalogue."""
+    return ReportSettings(
+        floor=bench.floor,
+        weights={name: float(bench.weights[name]) for name in TOKEN_COMPONENTS},
+        model_kind=model_kind,
+        arms=list(bench.arms),
+        tasks={
+            task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
+            for task_id, task in bench.tasks.items()
+        },
+    )
+
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def names_in_prose(names: Sequence[str]) -> str:
+    if len(names) <= _NAMES_IN_PROSE:
+        return ", ".join(names)
+    return f"{', '.join(names[:_NAMES_IN_PROSE])} and {len(names) - _NAMES_IN_PROSE} more"
+
+
+def p_text(value: float) -> str:
+    """A p-value as prose: "= 0.031", or "< 0.001"."""
+    return "< 0.001" if value < 0.001 else f"= {value:.3f}"

@@ -1,0 +1,224 @@
+"""Reading the store for a report: one cell at a time, each sample reduced at once to a few numbers.
+
+Only this module knows the sample record's fields; it hands figures.py one CellSummary per
+(arm, task), built from the cell's newest fingerprint. Never holds a transcript.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import statistics as stats
+from ..sample import (
+    OUTCOME_CONFUSED,
+    OUTCOME_HUNG,
+    OUTCOME_INCORRECT,
+    OUTCOME_PASS,
+    STATUS_ERROR,
+    STATUS_INVALID,
+    STATUS_RESCORE,
+    STATUS_SCORED,
+    TOKEN_COMPONENTS,
+)
+from ..store import Cell, Problem, Store
+from .model import COVERED, MISSING, PARTIAL, CellFigure, CellSummary, FingerprintGroup, Rate, TaskInfo
+
+_OUTCOME_NAMES = (OUTCOME_PASS, OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
+_NUMBERS = (int, float)  # matched with type(), not isinstance(): True is an int but never a count
+_take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
+
+# What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
+_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS = range(10)
+_Row = tuple[Any, ...]
+
+
+_SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
+                  "model", "tier", "bonus")  # fmt: skip
+_take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
+
+
+def _tokens_of(usage: Any) -> tuple[int, int, int, int]:
+    """The four components of usage.total; anything absent or malformed counts as 0, never guessed."""
+    total = usage.get("total") if type(usage) is dict else None
+    if type(total) is not dict:
+        return (0, 0, 0, 0)
+    try:
+        a, b, c, d = _take_tokens(total)
+        if type(a) is int and type(b) is int and type(c) is int and type(d) is int:
+            return (a, b, c, d)
+    except KeyError:
+        pass
+    return tuple(int(total.get(name) or 0) for name in TOKEN_COMPONENTS)  # type: ignore[return-value]
+
+
+def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
+    """(fingerprint, row): the few values the report needs; the transcript goes with the dict.
+
+    Runs once per sample of the store, hence the single itemgetter call for a complete sample. Rows
+    hold only atomic values (tokens become a tuple of ints), which also keeps them cheap for the
+    garbage collector: surviving nested dicts would be rescanned again and again.
+    """
+    try:
+        provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = _take_fields(sample)
+    except KeyError:  # an incomplete sample (written by hand, or by an older plugin): field by field
+        provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = (
+            sample.get(name) for name in _SAMPLE_FIELDS
+        )
+    if not seen:
+        seen = sample.get("ended_at") or ""
+    fingerprint = str((provenance.get("fingerprint") if type(provenance) is dict else None) or "")
+    return fingerprint, (seen, status, outcome, _tokens_of(usage), turns, duration, cost, model, tier, bonus)
+
+
+class _Group:
+    """The samples of one fingerprint in one cell, reduced to columns of numbers.
+
+    Built from the rows _reduce() keeps per sample; the numbers of scored samples are kept (the
+    medians need them), the samples themselves are not.
+    """
+
+    def __init__(self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float]) -> None:
+        columns = list(zip(*rows))
+        seen = [value if type(value) is str else str(value) for value in columns[_SEEN]]
+        statuses = Counter(columns[_STATUS])
+        models = Counter("" if model is None else str(model) for model in columns[_MODEL])
+        self.fingerprint = fingerprint
+        self.samples = len(rows)
+        self.first_seen, self.last_seen = min(seen), max(seen)
+        self.invalid, self.error = statuses[STATUS_INVALID], statuses[STATUS_ERROR]
+        self.models = dict(sorted(models.items()))
+        self.tier = str(next((tier for tier in columns[_TIER] if tier), ""))
+        self.bonus = any(value is True for value in columns[_BONUS])
+
+        scored = [row for row in rows if row[_STATUS] == STATUS_SCORED]
+        self.outcomes = Counter(row[_OUTCOME] for row in scored)
+        tokens = [row[_TOKENS] for row in scored]
+        w0, w1, w2, w3 = weights
+        # Hung trials are scored: they count here with whatever usage they had.
+        self.cost_equivalent = [w0 * a + w1 * b + w2 * c + w3 * d for a, b, c, d in tokens]
+        self.components: list[tuple[int, ...]] = list(zip(*tokens)) if tokens else [(), (), (), ()]
+        self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
+        self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
+        self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
+
+    @property
+    def scored(self) -> int:
+        return len(self.cost_equivalent)
+
+    def summary(self, used: bool) -> FingerprintGroup:
+        return FingerprintGroup(
+            fingerprint=self.fingerprint,
+            samples=self.samples,
+            scored=self.scored,
+            passes=self.outcomes[OUTCOME_PASS],
+            cost_equivalent_mean=stats.mean(self.cost_equivalent) if self.cost_equivalent else None,
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+            used=used,
+        )
+
+
+def read_cell(store: Store, cell: Cell, weights: Sequence[float], problems: list[Problem]) -> dict[str, _Group]:
+    """Stream one cell's file and split its reduced samples by fingerprint.
+
+    Rescore records (--bench-rescore) are not samples: the latest one for a sample replaces that
+    sample's outcome, as sample.effective_samples does, without holding the samples themselves.
+    """
+    by_fingerprint: dict[str, list[_Row]] = {}
+    where: dict[str, tuple[str, int]] = {}  # sample id -> (fingerprint, row index)
+    rescored: dict[str, Any] = {}  # sample id -> latest outcome
+    for sample in store.iter_summaries(problems, cells=[cell]):  # the index where it can, else the samples
+        if sample.get("status") == STATUS_RESCORE:
+            rescored[str(sample.get("rescore_of"))] = sample.get("outcome")
+            continue
+        fingerprint, row = _reduce(sample)
+        rows = by_fingerprint.get(fingerprint)
+        if rows is None:
+            rows = by_fingerprint[fingerprint] = []
+        where[str(sample.get("id"))] = (fingerprint, len(rows))
+        rows.append(row)
+    for sample_id, outcome in rescored.items():
+        if sample_id in where:
+            fingerprint, index = where[sample_id]
+            row = by_fingerprint[fingerprint][index]
+            by_fingerprint[fingerprint][index] = row[:_OUTCOME] + (outcome,) + row[_OUTCOME + 1 :]
+    return {fingerprint: _Group(fingerprint, rows, weights) for fingerprint, rows in by_fingerprint.items()}
+
+
+def _cell_figure(values: Sequence[float]) -> CellFigure:
+    if not values:
+        return CellFigure(None, None, 0)
+    return CellFigure(stats.mean(values), stats.median(values), len(values))
+
+
+def summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: int, z: float) -> CellSummary:
+    """Keep the cell's newest fingerprint group and summarize it; the others are only counted."""
+    if not groups:
+        return empty_cell(arm, task, TaskInfo(""))
+    # Newest = the fingerprint seen most recently; ties broken by name so the choice is stable.
+    used = max(groups.values(), key=lambda g: (g.last_seen, g.fingerprint))
+    summaries = sorted(
+        (group.summary(group is used) for group in groups.values()),
+        key=lambda g: (g.last_seen, g.fingerprint),
+        reverse=True,
+    )
+    n = used.scored
+    passes = used.outcomes[OUTCOME_PASS]
+    low, high = stats.wilson_interval(passes, n, z) if n else (None, None)
+    return CellSummary(
+        arm=arm,
+        task=task,
+        tier=used.tier,
+        bonus=used.bonus,
+        coverage=COVERED if n >= floor else PARTIAL if n else MISSING,
+        samples=used.samples,
+        scored=n,
+        invalid=used.invalid,
+        error=used.error,
+        outcomes={name: used.outcomes[name] for name in _OUTCOME_NAMES},
+        success=Rate(passes / n if n else None, low, high, passes, n, 1 if n else 0, "wilson"),
+        cost_equivalent=_cell_figure(used.cost_equivalent),
+        raw_tokens=_cell_figure([float(sum(t)) for t in zip(*used.components)]),
+        turns=_cell_figure(used.turns),
+        duration_s=_cell_figure(used.duration_s),
+        imputed_cost_usd=_cell_figure(used.cost_usd),
+        components={
+            name: _cell_figure([float(v) for v in column]) for name, column in zip(TOKEN_COMPONENTS, used.components)
+        },
+        fingerprint=used.fingerprint,
+        left_out_older=sum(g.samples for g in groups.values()) - used.samples,
+        groups=summaries,
+        models=used.models,
+    )
+
+
+def empty_cell(arm: str, task: str, info: TaskInfo) -> CellSummary:
+    nothing = CellFigure(None, None, 0)
+    return CellSummary(
+        arm=arm, task=task, tier=info.tier, bonus=info.bonus, coverage=MISSING, samples=0, scored=0,
+        invalid=0, error=0, outcomes={name: 0 for name in _OUTCOME_NAMES},
+        success=Rate(None, None, None, 0, 0, 0, "wilson"), cost_equivalent=nothing, raw_tokens=nothing,
+        turns=nothing, duration_s=nothing, imputed_cost_usd=nothing,
+        components={name: nothing for name in TOKEN_COMPONENTS}, fingerprint=None, left_out_older=0, groups=[],
+        models={},
+    )  # fmt: skip
+
+
+def discover_tasks(store: Store, model_kind: str = "real") -> dict[str, TaskInfo]:
+    """Task -> TaskInfo from the first readable sample of each task's first cell (cheap: one line each).
+
+    For callers that need a catalogue before building the report (the CLI's --task filter).
+    """
+    found: dict[str, TaskInfo] = {}
+    for cell in store.cells([model_kind]):
+        if cell.task in found:
+            continue
+        for sample in store.iter_samples([], cells=[cell]):
+            found[cell.task] = TaskInfo(tier=str(sample.get("tier") or ""), bonus=sample.get("bonus") is True)
+            break
+    return dict(sorted(found.items()))
+
+

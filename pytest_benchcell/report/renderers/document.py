@@ -1,0 +1,402 @@
+"""One document model (headings, text, tables, lists) that feeds every text format, so the terminal,
+Markdown and HTML reports always say the same things. The renderers lay it out; this module decides
+what is said and how each figure is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...sample import TOKEN_COMPONENTS
+from ..model import (
+    COMPONENT_LABELS,
+    COVERED,
+    PARTIAL,
+    CellFigure,
+    CellSummary,
+    Figure,
+    Rate,
+    Report,
+    p_text,
+    plural,
+)
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    left: int = 1  # how many leading columns are left-aligned (names); the rest are numbers
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+
+
+@dataclass(frozen=True)
+class Plots:
+    """Where the HTML report places its plots; the text formats skip it."""
+
+
+Block = Heading | Text | Table | Bullets | Plots
+DASH = "\u2014"  # an absent figure: never shown as 0
+
+
+def _tokens(value: float | None) -> str:
+    return DASH if value is None else f"{value:,.0f}"
+
+
+def _turns(value: float | None) -> str:
+    return DASH if value is None else f"{value:.1f}"
+
+
+def _seconds(value: float | None) -> str:
+    return DASH if value is None else f"{value:.1f}s"
+
+
+def _percent(value: float | None) -> str:
+    return DASH if value is None else f"{100 * value:.0f}%"
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return DASH
+    return f"~${value:.2f}" if value >= 1 else f"~${value:.3f}"
+
+
+def _with_interval(value: float | None, low: float | None, high: float | None, show: Callable[[float], str]) -> str:
+    if value is None:
+        return DASH
+    if low is None or high is None:
+        return show(value)
+    return f"{show(value)} [{show(low)}\u2013{show(high)}]"
+
+
+def _figure_text(figure: Figure, show: Callable[[float | None], str]) -> str:
+    return _with_interval(figure.mean, figure.low, figure.high, show)  # type: ignore[arg-type]
+
+
+def _rate_text(rate: Rate) -> str:
+    if rate.rate is None:
+        return DASH
+    if rate.low is None or rate.high is None:
+        return _percent(rate.rate)
+    return f"{_percent(rate.rate)} [{100 * rate.low:.0f}\u2013{_percent(rate.high)}]"
+
+
+def _mean_median(figure: Figure | CellFigure, show: Callable[[float | None], str]) -> str:
+    if figure.mean is None:
+        return DASH
+    return f"{show(figure.mean)} ({show(figure.median)})"
+
+
+def document(report: Report, *, detail: bool) -> list[Block]:
+    blocks: list[Block] = [Heading(f"benchcell report \u2014 {report.settings.model_kind} model", 1)]
+    blocks += _header(report)
+    if report.notices:
+        blocks += [Heading("Notes"), Bullets(report.notices)]
+    blocks += _headline_blocks(report)
+    blocks += _comparison_blocks(report)
+    blocks += _coverage_blocks(report)
+    blocks += _tier_blocks(report)
+    blocks += _component_blocks(report)
+    blocks += _outcome_blocks(report)
+    blocks += _pass_k_blocks(report)
+    if detail:
+        blocks += _cell_detail_blocks(report)
+    else:
+        blocks += [
+            Heading("Per cell"),
+            Text("Per-cell figures (Wilson intervals, medians) are in the Markdown, JSON and HTML reports."),
+        ]
+    blocks += _bonus_blocks(report)
+    blocks += _provenance_blocks(report, detail=detail)
+    if report.store.problems:
+        blocks += [
+            Heading("Problems"),
+            Text("Lines of the store that could not be read (skipped, kept on disk as they are):"),
+            Bullets(report.store.problems),
+        ]
+    # A table with no rows says nothing: name the absence instead of printing a bare header.
+    return [Text("Nothing to show yet.") if isinstance(b, Table) and not b.rows else b for b in blocks]
+
+
+def _header(report: Report) -> list[Block]:
+    settings = report.settings
+    scored = sum(1 for t in report.tasks if not t.bonus)
+    bonus = len(report.tasks) - scored
+    weights = settings.weights
+    return [
+        Text(
+            f"{plural(len(report.arms), 'arm')}, {plural(scored, 'task')}" + (f" (+{bonus} bonus)" if bonus else "")
+            + f"; floor {settings.floor} scored trials per cell; {report.store.samples_used:,} samples used of "
+            f"{report.store.samples_read:,} read."
+        ),
+        Text(
+            "Cost-equivalent tokens = "
+            + " + ".join(f"{weights[name]:g} \u00d7 {COMPONENT_LABELS[name]}" for name in TOKEN_COMPONENTS)
+            + " (weights relative to fresh input; hung trials count with the usage they had)."
+        ),
+        Text(
+            f"Intervals: {100 * settings.confidence:g}%, task-clustered bootstrap ({settings.resamples} resamples, "
+            f"seed {settings.seed}); per-cell success: Wilson. Only scored trials enter the figures."
+        ),
+    ]  # fmt: skip
+
+
+def _headline_blocks(report: Report) -> list[Block]:
+    headers = [
+        "arm", "cost-eq tokens [95% CI]", "median", "raw tokens (median)", "turns", "duration (median)",
+        "success [95% CI]", "tasks", "trials", "coverage", "(imputed $)",
+    ]  # fmt: skip
+    headers[1] = f"cost-eq tokens [{100 * report.settings.confidence:g}% CI]"
+    headers[6] = f"success [{100 * report.settings.confidence:g}% CI]"
+    rows = [
+        [
+            row.arm,
+            _figure_text(row.cost_equivalent, _tokens),
+            _tokens(row.cost_equivalent.median),
+            _mean_median(row.raw_tokens, _tokens),
+            _turns(row.turns.mean),
+            _mean_median(row.duration_s, _seconds),
+            _rate_text(row.success),
+            str(row.cost_equivalent.n_tasks),
+            str(row.cost_equivalent.n_samples),
+            f"{row.coverage.covered}/{row.coverage.total}",
+            f"({_usd(row.imputed_cost_usd.mean)})",
+        ]
+        for row in report.headline.rows
+    ]
+    note = report.headline.note
+    blocks: list[Block] = [Heading("Headline"), Text(note[0].upper() + note[1:] + ".")]
+    if report.headline.tasks:
+        blocks.append(Text(f"Tasks used: {', '.join(report.headline.tasks)}."))
+    blocks += [Table(headers, rows), Plots()]
+    return blocks
+
+
+def _signed(spec_key: str, value: float) -> str:
+    return f"{100 * value:+.1f} pp" if spec_key == "success" else f"{value:+,.0f}"
+
+
+def _comparison_blocks(report: Report) -> list[Block]:
+    if not report.comparisons:
+        return [Heading("Comparisons"), Text("Pairwise comparisons need at least two arms.")]
+    blocks: list[Block] = [
+        Heading("Comparisons"),
+        Text(
+            "Paired over the tasks where both arms meet the floor: the mean per-task difference (a \u2212 b) with "
+            "its bootstrap interval and sign-flip p-value"
+            + (", Holm-adjusted across the pairs." if any(c.holm_adjusted for c in report.comparisons) else ".")
+        ),
+    ]
+    for comparison in report.comparisons:
+        items = []
+        for pair in comparison.pairs:
+            head = f"{pair.arm_a} vs {pair.arm_b} ({plural(pair.n_tasks, 'shared task')})"
+            if pair.estimate is None:
+                items.append(f"{head}: {pair.verdict}.")
+                continue
+            figures = f"{pair.arm_a} \u2212 {pair.arm_b} = {_signed(comparison.metric, pair.estimate)}"
+            if pair.low is not None and pair.high is not None:
+                figures += f" [{_signed(comparison.metric, pair.low)} to {_signed(comparison.metric, pair.high)}]"
+            if pair.relative is not None and comparison.metric != "success":
+                figures += f" ({100 * pair.relative:+.1f}%)"
+            if pair.p_value is not None:
+                figures += f", p {p_text(pair.p_value)}"
+                if comparison.holm_adjusted and pair.p_adjusted is not None:
+                    figures += f" (Holm {p_text(pair.p_adjusted)})"
+            items.append(f"{head}: {figures}: {pair.verdict}.")
+        unit = comparison.unit[0].upper() + comparison.unit[1:]
+        blocks += [Text(f"{unit} ({comparison.better} is better):"), Bullets(items)]
+    return blocks
+
+
+def _coverage_blocks(report: Report) -> list[Block]:
+    floor = report.settings.floor
+    per_arm = [
+        [row.arm, str(row.covered), str(row.partial), str(row.missing), str(row.total),
+         "complete" if row.covered == row.total else "incomplete"]
+        for row in report.coverage
+    ]  # fmt: skip
+    blocks: list[Block] = [
+        Heading("Coverage"),
+        Text(f"Cells with >= {floor} scored trials (covered), 1 to {floor - 1} (partial), none (missing)."),
+        Table(["arm", "covered", "partial", "missing", "tasks", "status"], per_arm),
+    ]
+    by_cell = {(c.arm, c.task): c for c in report.cells}
+    matrix = []
+    for entry in report.tasks:
+        if entry.bonus:
+            continue
+        row = [entry.task, entry.tier or DASH]
+        for arm in report.arms:
+            cell = by_cell[(arm, entry.task)]
+            row.append(
+                str(cell.scored) if cell.coverage == COVERED
+                else f"{cell.scored} partial" if cell.coverage == PARTIAL
+                else "missing"
+            )  # fmt: skip
+        matrix.append(row)
+    if matrix and report.arms:
+        blocks += [Text("Scored trials per cell:"), Table(["task", "tier", *report.arms], matrix, left=2)]
+    return blocks
+
+
+def _tier_blocks(report: Report) -> list[Block]:
+    rows = []
+    for section in report.tiers:
+        label = f"{section.tier or DASH} ({len(section.tasks)}/{section.catalogue_tasks} tasks)"
+        for row in section.rows:
+            rows.append(
+                [label, row.arm, _figure_text(row.cost_equivalent, _tokens), _rate_text(row.success),
+                 f"{row.coverage.covered}/{row.coverage.total}"]
+            )  # fmt: skip
+            label = ""
+    return [
+        Heading("Per tier"),
+        Text("Over each tier's headline tasks (every arm at the floor); coverage counts all the tier's tasks."),
+        Table(["tier", "arm", "cost-eq tokens [CI]", "success [CI]", "coverage"], rows, left=2),
+    ]
+
+
+def _component_blocks(report: Report) -> list[Block]:
+    rows = [
+        [row.arm, *(_figure_text(getattr(row, name), _tokens) for name in TOKEN_COMPONENTS)]
+        for row in report.components
+    ]
+    return [
+        Heading("Per token component"),
+        Text("Mean tokens per trial (unweighted) over the headline tasks, with intervals."),
+        Table(["arm", *(COMPONENT_LABELS[name] for name in TOKEN_COMPONENTS)], rows),
+    ]
+
+
+def _outcome_blocks(report: Report) -> list[Block]:
+    rows = [
+        [row.arm, str(row.samples), str(row.scored), str(row.passed), str(row.incorrect), str(row.confused),
+         str(row.hung), str(row.invalid), str(row.error)]
+        for row in report.outcomes
+    ]  # fmt: skip
+    return [
+        Heading("Outcomes"),
+        Text(
+            "Counts over every scored task of the catalogue. Invalid trials (a tool outside the arm ran) and harness "
+            "errors are never scored; they are counted here so that no attempt disappears."
+        ),
+        Table(["arm", "samples", "scored", "pass", "incorrect", "confused", "hung", "invalid", "error"], rows),
+    ]
+
+
+def _pass_k_blocks(report: Report) -> list[Block]:
+    k_all = max((p.k_max for p in report.pass_hat_k), default=0)
+    blocks: list[Block] = [
+        Heading("pass^k"),
+        Text(
+            "Chance that k fresh trials of a task all pass, C(c, k) / C(n, k) averaged over the headline tasks; "
+            "k goes up to each arm's smallest cell."
+        ),
+    ]
+    if k_all == 0:
+        return blocks + [Text("No headline task yet.")]
+    shown = sorted({*range(1, min(k_all, 5) + 1), k_all})
+    rows = []
+    for entry in report.pass_hat_k:
+        values = {v.k: v.value for v in entry.values}
+        rows.append([entry.arm, str(entry.n_tasks), *(_percent(values.get(k)) for k in shown)])
+    return blocks + [Table(["arm", "tasks", *(f"k={k}" for k in shown)], rows)]
+
+
+def _cell_detail_blocks(report: Report) -> list[Block]:
+    rows = [_cell_row(cell) for cell in report.cells]
+    return [
+        Heading("Per cell"),
+        Text("Success with its Wilson interval; means with medians in parentheses; scored trials only."),
+        Table(
+            ["arm", "task", "tier", "coverage", "scored", "success [Wilson]", "cost-eq (median)", "turns",
+             "duration (median)", "invalid", "error", "older left out"],
+            rows, left=4,
+        ),  # fmt: skip
+    ]
+
+
+def _cell_row(cell: CellSummary) -> list[str]:
+    success = _rate_text(cell.success)
+    if cell.scored:
+        success = f"{cell.success.successes}/{cell.scored} {success}"
+    return [
+        cell.arm, cell.task, cell.tier or DASH, cell.coverage, str(cell.scored), success,
+        _mean_median(cell.cost_equivalent, _tokens), _turns(cell.turns.mean), _mean_median(cell.duration_s, _seconds),
+        str(cell.invalid), str(cell.error), str(cell.left_out_older),
+    ]  # fmt: skip
+
+
+def _bonus_blocks(report: Report) -> list[Block]:
+    blocks: list[Block] = [Heading("Bonus tasks")]
+    if not report.bonus.tasks:
+        return blocks + [Text("No bonus tasks.")]
+    rows = []
+    applicable = {entry.task: entry.arms for entry in report.tasks}
+    for cell in report.bonus.cells:
+        if applicable.get(cell.task) and cell.arm not in applicable[cell.task]:
+            rows.append([cell.task, cell.arm, "n/a", "not applicable to this arm", DASH, DASH, DASH])
+            continue
+        success = f"{cell.success.successes}/{cell.scored} {_rate_text(cell.success)}" if cell.scored else DASH
+        rows.append([cell.task, cell.arm, str(cell.scored), success, _mean_median(cell.cost_equivalent, _tokens),
+                     str(cell.invalid), str(cell.error)])  # fmt: skip
+    return blocks + [
+        Text("Outside the scored comparison: bonus tasks never enter the headline, tiers or comparisons."),
+        Table(["task", "arm", "scored", "success [Wilson]", "cost-eq (median)", "invalid", "error"], rows, left=2),
+    ]
+
+
+def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
+    provenance = report.provenance
+    models = ", ".join(f"{m or 'unrecorded'} ({n})" for m, n in provenance.models.items()) or "none"
+    blocks: list[Block] = [
+        Heading("Provenance"),
+        Text(
+            f"Model kind: {report.settings.model_kind} (real and scripted samples are never pooled). "
+            f"Models (samples used): {models}. Fingerprint policy: {provenance.policy}; every figure uses each "
+            f"cell's newest fingerprint."
+        ),
+    ]
+    cells = [c for c in [*report.cells, *report.bonus.cells] if c.groups]
+    older = [c for c in cells if c.left_out_older]
+    if provenance.policy == "group":
+        rows = [
+            [c.arm, c.task, g.fingerprint or "unrecorded", "yes" if g.used else "no", str(g.samples), str(g.scored),
+             f"{g.passes}/{g.scored}" if g.scored else DASH, _tokens(g.cost_equivalent_mean), g.first_seen, g.last_seen]
+            for c in cells for g in c.groups
+        ]  # fmt: skip
+        blocks += [
+            Text("Every fingerprint group of every cell, newest first:"),
+            Table(["arm", "task", "fingerprint", "used", "samples", "scored", "passed", "cost-eq mean",
+                    "first seen", "last seen"], rows, left=4),
+        ]  # fmt: skip
+    elif older:
+        items = [
+            f"{c.arm} \u00d7 {c.task}: used {c.fingerprint or 'unrecorded'} ({c.samples} samples); left out "
+            f"{plural(c.left_out_older, 'older sample')} of {plural(len(c.groups) - 1, 'fingerprint')}"
+            for c in older
+        ]
+        blocks += [
+            Text("Cells with samples of older fingerprints (left out; --fingerprints group shows them):"),
+            Bullets(items),
+        ]
+    else:
+        blocks.append(Text("No cell has samples of more than one fingerprint."))
+    return blocks
+

@@ -1,0 +1,34 @@
+"""The report as paste-ready Markdown (GitHub-flavoured pipe tables)."""
+
+from __future__ import annotations
+
+from ..model import Report
+from .document import Bullets, Heading, Table, Text, document
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(table: Table) -> list[str]:
+    rule = ["---" if i < table.left else "---:" for i in range(len(table.headers))]
+    return [
+        "| " + " | ".join(_md_cell(h) for h in table.headers) + " |",
+        "| " + " | ".join(rule) + " |",
+        *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows),
+    ]
+
+
+def render_markdown(report: Report) -> str:
+    """Paste-ready Markdown (GitHub-flavoured pipe tables)."""
+    out: list[str] = []
+    for block in document(report, detail=True):
+        if isinstance(block, Heading):
+            out += ["#" * block.level + " " + block.text, ""]
+        elif isinstance(block, Text):
+            out += [block.text, ""]
+        elif isinstance(block, Bullets):
+            out += [*(f"- {item}" for item in block.items), ""]
+        elif isinstance(block, Table):
+            out += [*_md_table(block), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
