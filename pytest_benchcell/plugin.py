@@ -13,6 +13,8 @@ installed, so it imports nothing of its own at module level but the hook specifi
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -292,6 +294,17 @@ def _run_probe(config: pytest.Config, bench: Bench) -> dict[str, Any] | None:
     if probe is None:
         return None
     return {"verdict": dict(probe.verdict), "drop": list(probe.drop), "swap": dict(probe.swap)}
+
+
+def _probe_exclusions(config: pytest.Config, bench: Bench) -> dict[str, str]:
+    """Task -> why the capability probe leaves it out on this machine (reports count it as not applicable)."""
+    probe = _run_probe(config, bench)
+    if probe is None:
+        return {}
+    kept = _apply_probe(bench, list(bench.tasks), probe)
+    verdict = ", ".join(f"{key}: {json.dumps(value)}" for key, value in sorted(probe["verdict"].items()))
+    reason = "left out by the capability probe" + (f" ({verdict})" if verdict else "")
+    return {task: reason for task in bench.tasks if task not in kept}
 
 
 def _apply_probe(bench: Bench, tasks: list[str], probe: dict[str, Any]) -> list[str]:
@@ -660,6 +673,9 @@ class ReportPlugin(OffloadPlugin):
         settings = settings_for_bench(self.bench, model_kind=model_kind)
         settings.arms = list(dict.fromkeys(cell.arm for cell in cells))
         settings.tasks = {task: info for task, info in (settings.tasks or {}).items() if any(c.task == task for c in cells)}
+        for task, reason in _probe_exclusions(self.config, self.bench).items():
+            if task in settings.tasks:
+                settings.tasks[task] = dataclasses.replace(settings.tasks[task], excluded=reason)
         try:
             if option.bench_weights:
                 settings.weights = parse_weights(option.bench_weights, settings.weights)

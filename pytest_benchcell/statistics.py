@@ -1,30 +1,35 @@
-"""The statistics behind the report: Wilson intervals, bootstraps, paired differences, Holm, pass^k.
+"""The statistics behind the report: Wilson and t intervals, lognormal means, sign e-processes, Holm, pass^k.
 
-Pure and stdlib-only. Every resampling function takes an explicit integer ``seed`` and draws from its
-own ``random.Random(seed)``, so the same inputs always give the same numbers (the report promises
+Pure and stdlib-only (Student's t is computed here from the regularized incomplete beta, so the base
+install needs no scipy). Every Monte-Carlo function takes an explicit integer ``seed`` and draws from
+its own ``random.Random(seed)``, so the same inputs always give the same numbers (the report promises
 byte-identical output for the same store). Inputs are used in the order given; callers that want
 order independence sort first (the report sorts tasks by name).
 
-Conventions
------------
-* A *task* is the unit of replication. Trials of one task are correlated (same prompt, same
-  environment), so intervals are built by resampling tasks, never by pretending every trial is an
-  independent draw. That was the upstream report's mistake: three trials per cell pooled into one
-  mean with no interval at all.
-* Percentile intervals use the linear-interpolation quantile (Hyndman & Fan type 7, the default of
-  numpy and R): for sorted x_0..x_{m-1} and level q, h = (m-1)q, Q(q) = x_floor(h) +
-  (h - floor(h)) (x_floor(h)+1 - x_floor(h)).
-* A central interval at confidence c takes Q(a/2) and Q(1 - a/2) with a = 1 - c.
+Two scopes
+----------
+* **Tasks like these** (intervals over tasks, the sign-flip test over tasks): the task is the unit of
+  replication. Trials of one task are correlated (same prompt, same environment), so these figures
+  treat each task's mean as one observation and need several tasks whatever the trial count.
+* **These tasks** (the sign e-process over paired trials): the tasks are fixed and the trials within
+  them are the replicates, so twelve agreeing trials on four tasks are evidence about those four.
+
+benchmarks/calibration.py measures coverage, error rates and power of each method at the sizes benches
+have (4 to 8 tasks, 3 to 10 trials per cell); the README quotes its table.
+
+Conventions: quantiles are type 7 (Hyndman & Fan, the default of numpy and R): for sorted
+x_0..x_{m-1} and level q, h = (m-1)q, Q(q) = x_floor(h) + (h - floor(h)) (x_floor(h)+1 - x_floor(h)).
+A central interval at confidence c takes Q(a/2) and Q(1 - a/2) with a = 1 - c.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import math
 import random
-import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist  # the stdlib module: imports are absolute
 
@@ -131,127 +136,122 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     return (low, high)
 
 
-# -- bootstrap ----------------------------------------------------------------------------------------
-_WORD = "I"  # native unsigned int: one 32-bit random word per drawn index
-_WORD_BYTES = struct.calcsize(_WORD)
+# -- Student's t --------------------------------------------------------------------------------------
+def _incomplete_beta_fraction(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta (modified Lentz, Numerical Recipes 6.4)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return result
 
 
-def _draw_indices(rng: random.Random, n: int) -> list[int]:
-    """n indices in [0, n) drawn uniformly with replacement.
+def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b) = B(x; a, b) / B(a, b), for a, b > 0 and 0 <= x <= 1 (the CDF of Beta(a, b) at x)."""
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"x must be in [0, 1], got {x}")
+    if x in (0.0, 1.0):
+        return x
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    # The fraction converges fast for x < (a + 1) / (a + b + 2); use the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) beyond.
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _incomplete_beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _incomplete_beta_fraction(b, a, 1.0 - x) / b
 
-    One getrandbits call yields all n 32-bit words at once, several times faster than n calls of
-    random(). Reducing a 32-bit word modulo n favours some indices by at most n / 2^32 (below 1e-7
-    for any realistic task count), far below the Monte-Carlo error of the bootstrap itself.
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with df degrees of freedom: 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0."""
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile of Student's t (t_{0.975, 3} = 3.182446), by bisection on t_cdf to 1e-12."""
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"quantile level must be in (0, 1), got {q}")
+    if q < 0.5:
+        return -t_quantile(1.0 - q, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < q:
+        low, high = high, 2.0 * high
+    while high - low > 1e-12 * max(1.0, high):
+        middle = (low + high) / 2.0
+        if t_cdf(middle, df) < q:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+# -- intervals over tasks -------------------------------------------------------------------------------
+# Below this many tasks no interval over tasks is printed. From benchmarks/calibration.py: at 2 tasks the
+# log-scale interval for costs covers 90% at best, with upper ends beyond 10^20 times the lower; from 3
+# tasks on, every per-arm interval meets its target (success >= 93%, costs >= 90%).
+MIN_TASKS_FOR_INTERVAL = 3
+
+
+def t_interval(values: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Student-t interval for the mean of per-task values: mean +- t_{1-a/2, T-1} * s / sqrt(T).
+
+    The task is the unit (the clustered standard error of Miller, "Adding Error Bars to Evals", 2024,
+    with one value per cluster). Needs at least two values; constant values give a point.
     """
-    words = rng.getrandbits(8 * _WORD_BYTES * n).to_bytes(_WORD_BYTES * n, "little")
-    return [word % n for word in memoryview(words).cast(_WORD)]
-
-
-def bootstrap_mean_intervals(
-    columns: Sequence[Sequence[float]],
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> list[tuple[float, float]]:
-    """Percentile bootstrap intervals for the means of several columns measured on the same units.
-
-    All columns have the same length n (row i of every column is the same task). Each of the
-    B = `resamples` resamples draws one set of n row indices with replacement and applies it to every
-    column, so the figures of one arm over one set of tasks come from the same resampled task sets
-    (and the draws are paid for once). For each column the resampled means m*_b are sorted and the
-    interval is [Q(a/2), Q(1 - a/2)] (type-7 quantiles, a = 1 - confidence). With one column this is
-    exactly bootstrap_mean_interval.
-    """
-    if not columns:
-        return []
-    n = len(columns[0])
-    if n == 0 or any(len(column) != n for column in columns):
-        raise ValueError("bootstrap columns must be non-empty and of equal length")
     _check_confidence(confidence)
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    rng = random.Random(seed)
-    data = [[float(v) for v in column] for column in columns]
-    means: list[list[float]] = [[] for _ in data]
-    for _ in range(resamples):
-        drawn = _draw_indices(rng, n)
-        for column, out in zip(data, means):
-            out.append(sum(map(column.__getitem__, drawn)) / n)
-    alpha = 1.0 - confidence
-    intervals = []
-    for out in means:
-        out.sort()
-        intervals.append((quantile(out, alpha / 2), quantile(out, 1.0 - alpha / 2)))
-    return intervals
+    if len(values) < 2:
+        raise ValueError("a t interval needs at least two values")
+    centre = mean(values)
+    half = t_quantile(1.0 - (1.0 - confidence) / 2.0, len(values) - 1) * sample_sd(values) / math.sqrt(len(values))
+    return (centre - half, centre + half)
 
 
-def bootstrap_mean_interval(
-    values: Sequence[float],
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int,
-    confidence: float = DEFAULT_CONFIDENCE,
+def lognormal_mean_interval(
+    values: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE, draws: int = DEFAULT_RESAMPLES, seed: int
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval for the mean of `values`.
+    """Interval for the population mean of positive, right-skewed per-task values (costs, turns, times).
 
-    Draw B = `resamples` samples of size n with replacement, compute each sample's mean m*_b, and
-    return [Q(a/2), Q(1 - a/2)] of the m*_b (type-7 quantiles, a = 1 - confidence). One value gives
-    the degenerate interval [x, x]: the caller should treat fewer than two values as "no interval".
-    The percentile bootstrap is somewhat too narrow for very small n; the report therefore also
-    states n next to every interval.
+    Task costs spread over orders of magnitude, so their mean is dominated by the few dear tasks and a
+    t interval on the raw scale undercovers (about 83% at 4 tasks when log-costs have sd 1). This is the
+    generalized confidence interval of Krishnamoorthy and Mathew (2003) for the lognormal mean
+    exp(mu + sigma^2 / 2): with y = log(values), ybar, s^2 and n, draw Z ~ N(0, 1) and U^2 ~ chi^2_{n-1},
+
+        G = ybar - Z * sqrt(s^2 (n-1) / U^2) / sqrt(n) + s^2 (n-1) / (2 U^2),
+
+    and take exp of the a/2 and 1 - a/2 type-7 quantiles of `draws` seeded draws of G. Needs values > 0
+    (the caller falls back to t_interval otherwise) and at least two of them.
     """
-    if not values:
-        raise ValueError("bootstrap of no values")
-    return bootstrap_mean_intervals([values], resamples=resamples, seed=seed, confidence=confidence)[0]
+    _check_confidence(confidence)
+    n = len(values)
+    if n < 2 or any(v <= 0 for v in values):
+        raise ValueError("a lognormal interval needs at least two positive values")
+    logs = [math.log(v) for v in values]
+    centre, variance = mean(logs), sample_sd(logs) ** 2
+    if variance == 0.0:
+        return (float(values[0]), float(values[0]))
+    rng = random.Random(seed)
+    df = n - 1
+    pivots = []
+    for _ in range(draws):
+        scaled = variance * df / (2.0 * rng.gammavariate(df / 2.0, 1.0))  # s^2 (n-1) / U^2, U^2 = 2 Gamma(df/2)
+        pivots.append(centre - rng.gauss(0.0, 1.0) * math.sqrt(scaled / n) + scaled / 2.0)
+    pivots.sort()
+    alpha = 1.0 - confidence
+    return (math.exp(quantile(pivots, alpha / 2)), math.exp(min(quantile(pivots, 1.0 - alpha / 2), 700.0)))
 
-
-@dataclass(frozen=True)
-class ClusteredEstimate:
-    """Mean over tasks of per-task means, with its task-clustered bootstrap interval."""
-
-    value: float
-    low: float
-    high: float
-    n_tasks: int
-    n_samples: int
-
-
-def clustered_bootstrap(
-    per_task: Mapping[str, Sequence[float]],
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> ClusteredEstimate:
-    """Task-clustered estimate: per-task means first, then the mean over tasks.
-
-    value = (1/T) sum_t xbar_t, with xbar_t = (1/n_t) sum_i x_ti, so every task weighs the same
-    however many trials it has (a deep cell cannot dominate, as it did upstream).
-
-    Interval: resample *tasks only* with replacement (each drawn task brings its whole per-task
-    mean) and take the percentile interval of the resampled means of means. Resampling tasks and
-    then trials within each task (two-stage) was rejected: the per-task mean already carries its own
-    trial noise, so the one-stage cluster bootstrap captures both between-task and within-task
-    variation, while the second stage double-counts the within-task part (it overstates the
-    variance) and costs T * n_t draws per resample. Tasks with no values are skipped; tasks are
-    taken in sorted name order so the result does not depend on the mapping's order.
-    """
-    tasks = sorted(task for task, values in per_task.items() if len(values) > 0)
-    if not tasks:
-        raise ValueError("clustered bootstrap of no tasks")
-    task_means = [mean(per_task[task]) for task in tasks]
-    low, high = bootstrap_mean_interval(task_means, resamples=resamples, seed=seed, confidence=confidence)
-    return ClusteredEstimate(
-        value=mean(task_means),
-        low=low,
-        high=high,
-        n_tasks=len(tasks),
-        n_samples=sum(len(per_task[task]) for task in tasks),
-    )
-
-
-# -- paired comparison --------------------------------------------------------------------------------
+# -- comparison over tasks ("generalizes to tasks like these") -----------------------------------------
 def sign_flip_p_value(differences: Sequence[float], *, resamples: int = 10_000, seed: int) -> float:
     """Two-sided paired sign-flip (randomisation) test of "the mean difference is zero".
 
@@ -263,14 +263,15 @@ def sign_flip_p_value(differences: Sequence[float], *, resamples: int = 10_000, 
       possible p is 2 / 2^T, so three tasks can never give p < 0.25: no claim from too few tasks.
     * T > 12: B = `resamples` seeded random patterns, p = (1 + hits) / (1 + B) (never exactly 0).
 
-    All-zero differences give p = 1.
+    A sum of zero gives p = 1, also when float rounding leaves a residue (0.6 - 0.8 + 0.8 - 0.6 is not
+    exactly 0): a sum below 1e-9 of sum |d_t| counts as zero.
     """
     values = [float(d) for d in differences]
     if not values:
         raise ValueError("a paired test needs at least one difference")
     total = math.fsum(values)
     observed = abs(total)
-    if observed == 0.0:
+    if observed <= 1e-9 * math.fsum(abs(v) for v in values):
         return 1.0
     # Floating-point sums of the same magnitudes can differ in the last bits; count near-ties as ties.
     threshold = observed * (1.0 - 1e-9)
@@ -297,38 +298,24 @@ def _flipped_sum(values: Sequence[float], total: float, pattern: int) -> float:
     return total - 2.0 * sum(itertools.compress(values, selectors))
 
 
+def sign_flip_tasks_needed(alpha: float) -> int:
+    """Fewest tasks for which the exact sign-flip test can reach p < alpha (2 / 2^T < alpha)."""
+    tasks = 1
+    while 2 / 2**tasks >= alpha:
+        tasks += 1
+    return tasks
+
+
 @dataclass(frozen=True)
 class PairedDifference:
-    """Mean per-task difference a - b over the tasks both arms have, with what it can tell apart."""
+    """Mean per-task difference a - b over the tasks both arms have, as evidence about tasks like these."""
 
     estimate: float | None  # mean over shared tasks of (mean_a(t) - mean_b(t))
-    low: float | None
+    low: float | None  # t interval over the per-task differences; None below MIN_TASKS_FOR_INTERVAL
     high: float | None
     n_tasks: int
-    standard_error: float | None  # sd(d) / sqrt(T); None below two tasks
-    minimum_detectable_effect: float | None  # (z_{1-a/2} + z_power) * standard_error
-    p_value: float | None  # sign-flip test, before any multiplicity adjustment
+    p_value: float | None  # sign-flip test over tasks, before any multiplicity adjustment
     tasks: tuple[str, ...]
-
-    @property
-    def spans_zero(self) -> bool:
-        """True when the interval includes 0, or there is no interval at all."""
-        if self.low is None or self.high is None:
-            return True
-        return self.low <= 0.0 <= self.high
-
-
-def minimum_detectable_effect(
-    standard_error: float, *, confidence: float = DEFAULT_CONFIDENCE, power: float = DEFAULT_POWER
-) -> float:
-    """Smallest true difference a two-sided test at this level detects with the given power.
-
-    MDE = (z_{1 - a/2} + z_{power}) * SE, a = 1 - confidence. At 95% and 80% power that is
-    (1.960 + 0.842) * SE = 2.80 * SE (normal approximation for the mean paired difference).
-    """
-    if not 0.0 < power < 1.0:
-        raise ValueError(f"power must be between 0 and 1, got {power}")
-    return (two_sided_z(confidence) + NormalDist().inv_cdf(power)) * standard_error
 
 
 def paired_difference(
@@ -338,36 +325,198 @@ def paired_difference(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int,
     confidence: float = DEFAULT_CONFIDENCE,
-    power: float = DEFAULT_POWER,
 ) -> PairedDifference:
-    """Compare two arms on the tasks both have values for (sorted by name).
+    """Compare two arms on the tasks both have values for (sorted by name), tasks being the unit.
 
-    d_t = mean(a_t) - mean(b_t) for each shared task t; estimate = (1/T) sum_t d_t.
-    Interval: percentile bootstrap of the mean of the d_t, resampling tasks (see
-    bootstrap_mean_interval). SE = sd(d) / sqrt(T). MDE: see minimum_detectable_effect.
-    p-value: sign_flip_p_value of the d_t. Pairing by task removes the task-difficulty variation
-    that dominates unpaired comparisons. With no shared task every figure is None; with one, only
-    the estimate is given (no spread can be estimated from one difference).
+    d_t = mean(a_t) - mean(b_t) for each shared task t; estimate = (1/T) sum_t d_t; interval:
+    t_interval of the d_t (from MIN_TASKS_FOR_INTERVAL tasks on); p-value: sign_flip_p_value of the
+    d_t. Pairing by task removes the task-difficulty variation that dominates unpaired comparisons.
+    With no shared task every figure is None; with one, only the estimate is given.
     """
     tasks = tuple(sorted(t for t in per_task_a if t in per_task_b and per_task_a[t] and per_task_b[t]))
     if not tasks:
-        return PairedDifference(None, None, None, 0, None, None, None, ())
+        return PairedDifference(None, None, None, 0, None, ())
     diffs = [mean(per_task_a[t]) - mean(per_task_b[t]) for t in tasks]
     estimate = mean(diffs)
     if len(diffs) < 2:
-        return PairedDifference(estimate, None, None, 1, None, None, None, tasks)
-    low, high = bootstrap_mean_interval(diffs, resamples=resamples, seed=seed, confidence=confidence)
-    standard_error = sample_sd(diffs) / math.sqrt(len(diffs))
+        return PairedDifference(estimate, None, None, 1, None, tasks)
+    low, high = t_interval(diffs, confidence=confidence) if len(diffs) >= MIN_TASKS_FOR_INTERVAL else (None, None)
     return PairedDifference(
         estimate=estimate,
         low=low,
         high=high,
         n_tasks=len(tasks),
-        standard_error=standard_error,
-        minimum_detectable_effect=minimum_detectable_effect(standard_error, confidence=confidence, power=power),
         p_value=sign_flip_p_value(diffs, resamples=max(resamples, 1), seed=derive_seed(seed, "sign-flip")),
         tasks=tasks,
     )
+
+
+# -- comparison within tasks ("for these tasks"), valid however often it is read ---------------------------
+# Trials of two arms on the same task are paired in the order they ran (the k-th trial of a with the k-th
+# of b); each pair gives one difference D = a - b. If the arms do not differ on these tasks, the two trials
+# of a pair are exchangeable, so D is as likely positive as negative whatever happened before. The
+# evidence against that is a test martingale over the pairs in the order they completed, so by Ville's
+# inequality the chance that it EVER reaches 1/alpha is at most alpha: the report may be read after every
+# sitting (or every trial) and a claim is still wrong at most alpha of the time.
+def sign_e_value(positives: int, nonzero: int) -> float:
+    """Evidence of `positives` positive signs among `nonzero` non-zero differences: 2^m / ((m + 1) C(m, k)).
+
+    The likelihood of the signs under "P(D > 0 | D != 0) = theta", averaged over theta uniform on
+    [0, 1] (the Laplace mixture), divided by their likelihood at theta = 1/2. Its expectation under the
+    null is 1 at every m, and it grows as fast as the best fixed theta up to a (1/2) log m term. Both
+    directions count (it is two-sided); 0 of 0 gives 1.
+    """
+    if not 0 <= positives <= nonzero:
+        raise ValueError(f"need 0 <= positives <= nonzero, got {positives}/{nonzero}")
+    log_e = (
+        nonzero * math.log(2.0) - math.log(nonzero + 1.0)
+        - (math.lgamma(nonzero + 1.0) - math.lgamma(positives + 1.0) - math.lgamma(nonzero - positives + 1.0))
+    )  # fmt: skip
+    return math.exp(min(log_e, 700.0))
+
+
+@dataclass(frozen=True)
+class SignEvidence:
+    """The sign e-process of a sequence of paired differences, read at its end."""
+
+    pairs: int
+    nonzero: int
+    positives: int
+    e_value: float  # at the end of the sequence
+    max_up: float  # the largest e-value reached while most non-zero signs were positive (1 if never)
+    max_down: float  # the same while most were negative
+
+    @property
+    def anytime_p(self) -> float:
+        """min(1, 1 / the largest e-value ever reached): P(ever <= alpha) <= alpha under the null."""
+        return min(1.0, 1.0 / max(self.max_up, self.max_down))
+
+    @property
+    def direction(self) -> int:
+        """+1 if the evidence peaked with positive signs in the majority, -1 if negative, 0 if neither."""
+        if self.max_up == self.max_down:
+            return 0
+        return 1 if self.max_up > self.max_down else -1
+
+
+def sign_e_process(differences: Iterable[float]) -> SignEvidence:
+    """Run sign_e_value over the differences in the order given; zeros (ties) carry no evidence.
+
+    The running maxima are kept per direction: a claim "a is higher" needs the half of the mixture
+    over theta > 1/2, which exceeds the whole mixture whenever most signs are positive, so a peak of
+    the whole mixture reached with a positive majority is also evidence for that direction at the
+    same level (and the same for negative).
+    """
+    pairs = nonzero = positives = 0
+    max_up = max_down = 1.0
+    value = 1.0
+    for difference in differences:
+        pairs += 1
+        if difference == 0:
+            continue
+        nonzero += 1
+        positives += difference > 0
+        value = sign_e_value(positives, nonzero)
+        if 2 * positives > nonzero:
+            max_up = max(max_up, value)
+        elif 2 * positives < nonzero:
+            max_down = max(max_down, value)
+    return SignEvidence(pairs, nonzero, positives, value, max_up, max_down)
+
+
+def sign_claim_power(nonzero: int, theta: float, threshold: float) -> float:
+    """P(sign_e_value(k, m) >= threshold) for k ~ Binomial(m, theta): the chance a claim is made by m pairs.
+
+    Counts the end of the sequence only, so it slightly understates a claim rule that also counts
+    earlier peaks (see benchmarks/calibration.py for the claim rates that result).
+    """
+    if nonzero <= 0:
+        return 0.0
+    total = 0.0
+    log_theta, log_rest = math.log(max(theta, 1e-300)), math.log(max(1.0 - theta, 1e-300))
+    for k in range(nonzero + 1):
+        if sign_e_value(k, nonzero) >= threshold:
+            log_choose = math.lgamma(nonzero + 1.0) - math.lgamma(k + 1.0) - math.lgamma(nonzero - k + 1.0)
+            total += math.exp(log_choose + k * log_theta + (nonzero - k) * log_rest)
+    return min(1.0, total)
+
+
+def smallest_detectable(
+    power_at: Callable[[float], float], *, upper: float, power: float = DEFAULT_POWER, steps: int = 40
+) -> float | None:
+    """The smallest effect in (0, upper] whose claim probability power_at(effect) reaches `power`, by
+    bisection (power_at must grow with the effect); None when even `upper` does not reach it."""
+    if upper <= 0 or power_at(upper) < power:
+        return None
+    low, high = 0.0, upper
+    for _ in range(steps):
+        middle = (low + high) / 2.0
+        if power_at(middle) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def success_mde(
+    base_rates: Sequence[float], pairs_per_task: Sequence[int], threshold: float, *, power: float = DEFAULT_POWER
+) -> float | None:
+    """Success difference (a - b, same in every task) that the sign claim detects with `power`.
+
+    For a difference delta on a task with base rate p: p_a = p + delta/2, p_b = p - delta/2 (kept in
+    [0, 1]); a pair is + with chance p_a (1 - p_b) and - with chance p_b (1 - p_a). The expected number
+    of non-zero pairs m and the share theta of + among them, summed over tasks, give the power through
+    sign_claim_power(round(m), theta).
+    """
+
+    def power_at(delta: float) -> float:
+        plus = minus = 0.0
+        for rate, pairs in zip(base_rates, pairs_per_task):
+            p_a = min(1.0, max(0.0, rate + delta / 2.0))
+            p_b = min(1.0, max(0.0, rate - delta / 2.0))
+            plus += pairs * p_a * (1.0 - p_b)
+            minus += pairs * p_b * (1.0 - p_a)
+        if plus + minus == 0:
+            return 0.0
+        return sign_claim_power(round(plus + minus), plus / (plus + minus), threshold)
+
+    return smallest_detectable(power_at, upper=1.0, power=power)
+
+
+def shift_mde(
+    residuals_by_task: Sequence[Sequence[float]],
+    pairs_per_task: Sequence[int],
+    threshold: float,
+    *,
+    power: float = DEFAULT_POWER,
+) -> float | None:
+    """Shift (a - b, in the metric's units, same in every task) that the sign claim detects with `power`.
+
+    A pair's difference is delta + e_1 - e_2 with e_1, e_2 drawn from the task's residuals (each trial
+    minus its cell's mean, both arms pooled); theta(delta) is the share of residual pairs (i != j) with
+    r_i - r_j + delta > 0, weighted by the task's pairs. None when no task has two residuals.
+    """
+    spreads: list[tuple[list[float], int]] = []
+    for residuals, pairs in zip(residuals_by_task, pairs_per_task):
+        if len(residuals) >= 2 and pairs:
+            spreads.append((sorted(r_i - r_j for i, r_i in enumerate(residuals) for j, r_j in enumerate(residuals) if i != j), pairs))
+    if not spreads:
+        return None
+    total_pairs = sum(pairs for _, pairs in spreads)
+    widest = max(max(abs(d) for d in diffs) for diffs, _ in spreads)
+
+    def power_at(delta: float) -> float:
+        # share of residual differences above -delta (ties count half), per task, weighted by its pairs
+        theta = 0.0
+        for diffs, pairs in spreads:
+            below = bisect.bisect_left(diffs, -delta)
+            ties = bisect.bisect_right(diffs, -delta) - below
+            theta += pairs * (len(diffs) - below - ties / 2.0) / len(diffs)
+        return sign_claim_power(total_pairs, theta / total_pairs, threshold)
+
+    if widest == 0.0:  # trials of a cell do not vary: any shift shows in every pair, or none is enough
+        return 0.0 if sign_claim_power(total_pairs, 1.0, threshold) >= power else None
+    return smallest_detectable(power_at, upper=2.0 * widest, power=power)
 
 
 # -- multiplicity --------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
 from importlib import resources
@@ -299,48 +300,128 @@ def test_settings_are_validated() -> None:
 
 
 # -- statistics in the report ---------------------------------------------------------------------------
+def noisy_store(root: Path, *, arms: dict[str, float], tasks: int, trials: int, spread: int, seed: int = 0) -> Store:
+    """Every arm on every task, each trial's cost drawn around base * factor with +-spread noise."""
+    rng = random.Random(seed)
+    samples = []
+    for arm, factor in arms.items():
+        for t in range(tasks):
+            base = 10_000 + 1_000 * t
+            costs = [int(base * factor) + rng.randint(-spread, spread) for _ in range(trials)]
+            samples += cell_samples(arm, f"task-{t:02d}", trials, tokens_by_trial=[tokens(c) for c in costs])
+    return write_samples(root, samples)
+
+
 def test_close_arms_are_not_distinguishable(tmp_path: Path) -> None:
-    # 1% apart over 3 tasks: the upstream claim this report must never print as a difference.
-    store = balanced_store(tmp_path, arms={"axi": 1.0, "raw": 0.99}, tasks=3)
+    # 1% apart over 3 tasks with trial noise ten times the gap: the upstream claim this report must never print.
+    store = noisy_store(tmp_path, arms={"axi": 1.0, "raw": 0.99}, tasks=3, trials=3, spread=1_000)
     report = build_report(store, ReportSettings())
     pair = comparison(report, "cost_equivalent", "axi", "raw")
-    assert not pair.distinguishable
+    assert not pair.distinguishable and pair.scope is None
     assert pair.verdict.startswith("not distinguishable at this sample size")
     assert "not distinguishable at this sample size" in render_markdown(report)
 
 
+def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path: Path) -> None:
+    # The example bench's case: cli-skill - mcp = +4,015 tokens, the same sign in every trial, 4 tasks x 3
+    # trials, three arms. The trials agree, so the difference is claimable for these tasks; 4 tasks cannot
+    # show that it generalizes (the sign-flip test over tasks needs 6).
+    samples = []
+    for t in range(4):
+        for arm, extra in (("cli-skill", 4_015), ("mcp", 0), ("cli-bare", 2_000)):
+            costs = [2_500 + 300 * t + extra + d for d in (-60, 10, 50)]
+            samples += cell_samples(arm, f"task-{t}", 3, tokens_by_trial=[tokens(c) for c in costs])
+    report = build_report(write_samples(tmp_path, samples), ReportSettings(arms=["cli-skill", "cli-bare", "mcp"]))
+    section = next(c for c in report.comparisons if c.metric == "cost_equivalent")
+    assert section.family_size == 6  # three pairs x two metrics, adjusted together
+    pair = comparison(report, "cost_equivalent", "cli-skill", "mcp")
+    assert pair.estimate == pytest.approx(4_015)
+    assert pair.within_tasks.pairs == 12 and pair.within_tasks.positives == 12
+    assert pair.within_tasks.e_max == pytest.approx(2**12 / 13)  # 315 >= 6 / 0.05 = 120
+    assert pair.distinguishable and pair.scope == "these tasks"
+    assert pair.verdict.startswith("distinguishable for these tasks: mcp is better (cli-skill is higher than mcp by 4,015 tokens")
+    assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
+    assert "these tasks: e = 315 over 12 paired trials" in render_markdown(report)
+    validate(report)
+
+
 def test_noisy_arms_give_the_minimum_detectable_effect(tmp_path: Path) -> None:
+    rng = random.Random(4)
     samples = []
     for t in range(8):
         swing = 3000 if t % 2 else -3000  # a wins half the tasks, b the other half
-        samples += cell_samples("a", f"t{t}", 3, tokens=tokens(10_000 + swing))
-        samples += cell_samples("b", f"t{t}", 3, tokens=tokens(10_000 - swing))
+        for arm, centre in (("a", 10_000 + swing), ("b", 10_000 - swing)):
+            costs = [centre + rng.randint(-4_000, 4_000) for _ in range(3)]
+            samples += cell_samples(arm, f"t{t}", 3, tokens_by_trial=[tokens(c) for c in costs])
     report = build_report(write_samples(tmp_path, samples), ReportSettings())
     pair = comparison(report, "cost_equivalent", "a", "b")
     assert pair.low is not None and pair.low < 0 < pair.high
     assert pair.minimum_detectable_effect is not None and pair.minimum_detectable_effect > 0
-    assert "not distinguishable at this sample size; minimum detectable effect ~" in pair.verdict
+    assert "not distinguishable at this sample size; minimum detectable effect for these tasks ~" in pair.verdict
 
 
 def test_clear_difference_is_reported_as_one(tmp_path: Path) -> None:
     store = balanced_store(tmp_path, arms={"cheap": 1.0, "dear": 1.5}, tasks=8)
     report = build_report(store, ReportSettings())
     pair = comparison(report, "cost_equivalent", "cheap", "dear")
-    assert pair.distinguishable
+    assert pair.distinguishable and pair.scope == "tasks like these"
     assert pair.high is not None and pair.high < 0
     assert pair.p_value == pytest.approx(2 / 2**8)
-    assert pair.verdict.startswith("distinguishable: cheap is better")
+    assert pair.verdict.startswith("distinguishable for tasks like these: cheap is better")
     assert "not distinguishable" not in pair.verdict
 
 
-def test_several_arms_are_holm_adjusted(tmp_path: Path) -> None:
+def test_several_arms_are_holm_adjusted_across_pairs_and_metrics(tmp_path: Path) -> None:
     store = balanced_store(tmp_path, arms={"a": 1.0, "b": 1.5, "c": 2.0}, tasks=8)
     report = build_report(store, ReportSettings())
     section = next(c for c in report.comparisons if c.metric == "cost_equivalent")
-    assert section.holm_adjusted and len(section.pairs) == 3
+    assert section.holm_adjusted and len(section.pairs) == 3 and section.family_size == 6
     for pair in section.pairs:
-        assert pair.p_adjusted == pytest.approx(min(1.0, 3 * pair.p_value))  # equal raw p-values: m * p
+        # Every success difference is 0 (p = 1), so the three equal token p-values are the first three of six.
+        assert pair.p_adjusted == pytest.approx(min(1.0, 6 * pair.p_value))
+        assert pair.within_tasks.p_adjusted == pytest.approx(6 * pair.within_tasks.anytime_p)
         assert pair.distinguishable
+
+
+def test_an_exact_zero_difference_prints_p_equal_to_one(tmp_path: Path) -> None:
+    # Per-task success differences 0.6 - 0.8 and 0.8 - 0.6 (and 0): float noise must not make p < 1.
+    outcomes = {"t1": (3, 4), "t2": (4, 3), "t3": (5, 5)}
+    samples = []
+    for task, (a_passes, b_passes) in outcomes.items():
+        samples += cell_samples("a", task, 5, outcomes=["pass"] * a_passes + ["incorrect"] * (5 - a_passes))
+        samples += cell_samples("b", task, 5, outcomes=["pass"] * b_passes + ["incorrect"] * (5 - b_passes))
+    report = build_report(write_samples(tmp_path, samples), ReportSettings())
+    pair = comparison(report, "success", "a", "b")
+    assert pair.estimate == pytest.approx(0.0, abs=1e-12)
+    assert pair.p_value == 1.0
+    assert "p = 1.000" in render_markdown(report)
+
+
+def test_fewer_tasks_than_an_honest_interval_needs_print_no_range(tmp_path: Path) -> None:
+    store = noisy_store(tmp_path, arms={"a": 1.0, "b": 1.2}, tasks=2, trials=3, spread=200)
+    report = build_report(store, ReportSettings())
+    row = report.headline.rows[0]
+    assert (row.cost_equivalent.low, row.cost_equivalent.high, row.success.low) == (None, None, None)
+    assert row.cost_equivalent.method == row.success.method == "none: fewer than 3 tasks"
+    assert any("no interval can be honest" in n for n in report.notices)
+    three = build_report(noisy_store(tmp_path / "3", arms={"a": 1.0}, tasks=3, trials=3, spread=200), ReportSettings())
+    figure = three.headline.rows[0].cost_equivalent
+    assert figure.low is not None and figure.low < figure.mean < figure.high
+    assert figure.method == "lognormal generalized interval over task means"
+
+
+def test_a_task_the_probe_left_out_is_not_missing(tmp_path: Path) -> None:
+    store = write_samples(tmp_path, [*cell_samples("cli", "t1", 3), *cell_samples("mcp", "t1", 3)])
+    reason = "left out by the capability probe (self_assign: true)"
+    catalogue = {"t1": TaskInfo("read"), "t1-variant": TaskInfo("read", excluded=reason)}
+    report = build_report(store, ReportSettings(tasks=catalogue))
+    assert [(row.covered, row.missing, row.total) for row in report.coverage] == [(1, 0, 1), (1, 0, 1)]
+    assert not any("missing" in n for n in report.notices)
+    terminal = "\n".join(render_terminal(report))
+    assert re.search(r"cli\s+1\s+0\s+0\s+1\s+complete", terminal)
+    assert f"t1-variant: {reason}" in terminal
+    assert [c.task for c in report.cells] == ["t1", "t1"]
+    validate(report)
 
 
 def test_success_interval_never_collapses_when_everything_passes(tmp_path: Path) -> None:
@@ -412,7 +493,7 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
     ]
     report = build_report(write_samples(tmp_path, samples), ReportSettings(fingerprint_policy="group"))
     document = validate(report)
-    assert document["report_schema"] == 1
+    assert document["report_schema"] == 2
     assert document["headline"]["tasks"] == []  # b covers nothing: no comparable task, nulls not zeros
     assert document["headline"]["rows"][0]["cost_equivalent"]["mean"] is None
     cells = {(c["arm"], c["task"]): c for c in document["cells"]}

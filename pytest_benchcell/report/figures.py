@@ -57,7 +57,10 @@ from .model import (
     Headline,
     HeadlineRow,
     OutcomeRow,
+    SCOPE_TASKS_LIKE_THESE,
+    SCOPE_THESE_TASKS,
     PairComparison,
+    WithinTasks,
     PassHatK,
     PassK,
     Provenance,
@@ -74,7 +77,8 @@ from .model import (
     p_text,
     plural,
 )
-from .reading import empty_cell, read_cell, summarize_cell
+from .reading import Trial, empty_cell, read_cell, scored_trials, summarize_cell
+
 
 @dataclass
 class _Context:
@@ -83,12 +87,14 @@ class _Context:
     catalogue: dict[str, TaskInfo]
     cells: dict[tuple[str, str], CellSummary]  # (arm, task) -> summary, every arm x catalogue task
     z: float
+    trials: dict[tuple[str, str], list[Trial]]  # (arm, task) -> scored trials of the reported group, oldest first
 
     def seed(self, *labels: str) -> int:
         return stats.derive_seed(self.settings.seed, *labels)
 
     def scored_tasks(self) -> list[str]:
-        return [task for task, info in self.catalogue.items() if not info.bonus]
+        """The tasks every scored table counts: not bonus, not left out by the bench (its capability probe)."""
+        return [task for task, info in self.catalogue.items() if not info.bonus and not info.excluded]
 
     def covered(self, arm: str, task: str) -> bool:
         return self.cells[(arm, task)].coverage == COVERED
@@ -109,11 +115,13 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         if c.arm in arms and (settings.tasks is None or c.task in settings.tasks)
     ]  # fmt: skip
     summaries: dict[tuple[str, str], CellSummary] = {}
+    trials: dict[tuple[str, str], list[Trial]] = {}
     samples_read = 0
     for cell in selected:
         groups = read_cell(store, cell, weights, problems)
         samples_read += sum(group.samples for group in groups.values())
         summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
+        trials[(cell.arm, cell.task)] = scored_trials(groups)
 
     catalogue = _catalogue(settings, summaries)
     for arm in arms:
@@ -123,7 +131,7 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
             elif settings.tasks is not None:
                 # The bench's catalogue is the authority on tier and bonus, not what old samples say.
                 summaries[(arm, task)] = dataclasses.replace(summaries[(arm, task)], tier=info.tier, bonus=info.bonus)
-    context = _Context(settings, arms, catalogue, summaries, z)
+    context = _Context(settings, arms, catalogue, summaries, z, trials)
 
     other_kind = [kind for kind in MODEL_KINDS if kind != settings.model_kind]
     store_info = StoreInfo(
@@ -135,8 +143,8 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         problems=[_problem_text(store, p) for p in problems],
     )
     headline_tasks = _headline_tasks(context)
-    cells = [summaries[(arm, task)] for arm in arms for task in catalogue if not catalogue[task].bonus]
-    bonus_tasks = [task for task, info in catalogue.items() if info.bonus]
+    cells = [summaries[(arm, task)] for arm in arms for task in context.scored_tasks()]
+    bonus_tasks = [task for task, info in catalogue.items() if info.bonus and not info.excluded]
     provenance = _provenance(context)
     headline, components = _headline(context, headline_tasks)
     report = Report(
@@ -150,7 +158,7 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         ),  # fmt: skip
         store=store_info,
         arms=arms,
-        tasks=[TaskEntry(task, info.tier, info.bonus, list(info.arms)) for task, info in catalogue.items()],
+        tasks=[TaskEntry(task, info.tier, info.bonus, list(info.arms), info.excluded) for task, info in catalogue.items()],
         notices=[],
         headline=headline,
         coverage=[_arm_coverage(context, arm) for arm in arms],
@@ -194,75 +202,76 @@ def _headline_tasks(context: _Context) -> list[str]:
 
 
 # -- figures over a set of tasks ----------------------------------------------------------------------
-SUCCESS_METHOD = "task-clustered bootstrap, widened to pooled Wilson"
+MIN_TASKS = stats.MIN_TASKS_FOR_INTERVAL
+SUCCESS_METHOD = "t over task rates, widened to pooled Wilson"
+LOGNORMAL_METHOD = "lognormal generalized interval over task means"
+T_METHOD = "t over task means"
+NO_INTERVAL = f"none: fewer than {MIN_TASKS} tasks"
 _Pick = Callable[[CellSummary], CellFigure]
+
+
+def _interval_over_tasks(context: _Context, values: Sequence[float], seed: int) -> tuple[float | None, float | None, str]:
+    """The interval of a per-arm figure about tasks like these (the README's "How the figures are computed").
+
+    Positive values (costs, tokens, turns, times: right-skewed over tasks) get the lognormal
+    generalized interval; a figure with a zero task mean gets the t interval, cut at 0 (it cannot be
+    negative). Fewer than MIN_TASKS tasks get no interval at all.
+    """
+    if len(values) < MIN_TASKS:
+        return None, None, NO_INTERVAL
+    confidence = context.settings.confidence
+    if all(v > 0 for v in values):
+        low, high = stats.lognormal_mean_interval(
+            values, confidence=confidence, draws=context.settings.resamples, seed=seed
+        )
+        return low, high, LOGNORMAL_METHOD
+    low, high = stats.t_interval(values, confidence=confidence)
+    return max(0.0, low), high, T_METHOD
 
 
 def _arm_figures(
     context: _Context, arm: str, tasks: Sequence[str], picks: Mapping[str, _Pick], *labels: str
 ) -> tuple[dict[str, Figure], Rate]:
-    """One arm's figures over a set of tasks: per-task means first, then the mean over tasks.
-
-    Intervals resample tasks (each cell's mean is one cluster: the clustered bootstrap of
-    statistics.py, one stage). Metrics present on the same tasks share one set of resamples, which
-    keeps them coherent and pays for the random draws once.
-    """
+    """One arm's figures over a set of tasks: per-task means first, then the mean over tasks."""
     cells = [context.cells[(arm, task)] for task in sorted(tasks)]
-    columns: dict[str, list[CellFigure]] = {name: [pick(cell) for cell in cells] for name, pick in picks.items()}
-    present = {name: tuple(i for i, f in enumerate(figures) if f.mean is not None) for name, figures in columns.items()}
-    scored = tuple(i for i, cell in enumerate(cells) if cell.scored)
-    rates = [cells[i].success.successes / cells[i].scored for i in scored]
-
-    # Group the metrics (and the success rate) by the tasks they are present on; bootstrap each group once.
-    groups: dict[tuple[int, ...], list[tuple[str, list[float]]]] = {}
-    for name, rows in present.items():
-        groups.setdefault(rows, []).append((name, [columns[name][i].mean for i in rows]))  # type: ignore[misc]
-    groups.setdefault(scored, []).append(("\0success", rates))
-    intervals: dict[str, tuple[float, float]] = {}
-    for rows, members in groups.items():
-        if len(rows) < 2:
-            continue  # one task has no spread to resample
-        found = stats.bootstrap_mean_intervals(
-            [values for _, values in members], resamples=context.settings.resamples,
-            seed=context.seed(*labels, arm, *(name for name, _ in members)), confidence=context.settings.confidence,
-        )  # fmt: skip
-        intervals.update(zip((name for name, _ in members), found))
-
     figures = {}
-    for name, rows in present.items():
-        chosen = [columns[name][i] for i in rows]
+    for name, pick in picks.items():
+        chosen = [figure for figure in map(pick, cells) if figure.mean is not None]
         if not chosen:
-            figures[name] = Figure(None, None, None, None, 0, 0)
+            figures[name] = Figure(None, None, None, None, 0, 0, NO_INTERVAL)
             continue
-        low, high = intervals.get(name, (None, None))
+        means = [f.mean for f in chosen if f.mean is not None]
+        low, high, method = _interval_over_tasks(context, means, context.seed(*labels, arm, name))
         medians = [f.median for f in chosen if f.median is not None]
         figures[name] = Figure(
-            mean=stats.mean(f.mean for f in chosen if f.mean is not None),
+            mean=stats.mean(means),
             low=low,
             high=high,
             median=stats.mean(medians) if medians else None,
             n_tasks=len(chosen),
             n_samples=sum(f.n for f in chosen),
+            method=method,
         )
-    return figures, _success_rate(context, [cells[i] for i in scored], rates, intervals.get("\0success"))
+    return figures, _success_rate(context, [cell for cell in cells if cell.scored])
 
 
-def _success_rate(
-    context: _Context, cells: Sequence[CellSummary], rates: Sequence[float], boot: tuple[float, float] | None
-) -> Rate:
+def _success_rate(context: _Context, cells: Sequence[CellSummary]) -> Rate:
     """Mean over tasks of per-task pass rates, with an interval that cannot collapse to a point.
 
-    The task bootstrap alone says [100%, 100%] when every task passed every trial, which is exactly
-    the overconfidence this report exists to prevent; so the interval is widened to include the
-    Wilson interval of the pooled counts, which stays honest at 0/n and n/n.
+    The t interval alone says [100%, 100%] when every task passed every trial, which is exactly the
+    overconfidence this report exists to prevent; so the interval is widened to include the Wilson
+    interval of the pooled counts (honest at 0/n and n/n), then cut to [0, 1].
     """
     if not cells:
-        return Rate(None, None, None, 0, 0, 0, SUCCESS_METHOD)
+        return Rate(None, None, None, 0, 0, 0, NO_INTERVAL)
+    rates = [c.success.successes / c.scored for c in cells]
     successes = sum(c.success.successes for c in cells)
     n = sum(c.scored for c in cells)
+    if len(cells) < MIN_TASKS:
+        return Rate(stats.mean(rates), None, None, successes, n, len(cells), NO_INTERVAL)
     low, high = stats.wilson_interval(successes, n, context.z)
-    if boot is not None:
-        low, high = min(low, boot[0]), max(high, boot[1])
+    t_low, t_high = stats.t_interval(rates, confidence=context.settings.confidence)
+    low, high = max(0.0, min(low, t_low)), min(1.0, max(high, t_high))
     return Rate(stats.mean(rates), low, high, successes, n, len(cells), SUCCESS_METHOD)
 
 
@@ -385,115 +394,167 @@ class _MetricSpec:
     key: str
     unit: str
     better: str
-    values: Callable[[CellSummary], float | None]
+    values: Callable[[CellSummary], float | None]  # the cell's mean
+    trial_value: Callable[[Trial], float]  # one trial's value, for the pairs within tasks
     show: Callable[[float], str]  # a magnitude, e.g. "1,234 tokens" or "5.0 pp"
 
 
 _COMPARED_METRICS = (
     _MetricSpec(
         "cost_equivalent", "cost-equivalent tokens per trial", "lower",
-        lambda c: c.cost_equivalent.mean, lambda v: f"{v:,.0f} tokens",
+        lambda c: c.cost_equivalent.mean, lambda trial: trial[2], lambda v: f"{v:,.0f} tokens",
     ),
     _MetricSpec(
         "success", "success rate", "higher",
-        lambda c: c.success.successes / c.scored if c.scored else None, lambda v: f"{100 * v:.1f} pp",
+        lambda c: c.success.successes / c.scored if c.scored else None, lambda trial: 1.0 if trial[1] else 0.0,
+        lambda v: f"{100 * v:.1f} pp",
     ),
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _Evidence:
+    """Everything one (metric, pair) contributes before the family's Holm adjustment."""
+
+    spec: _MetricSpec
+    a: str
+    b: str
+    over_tasks: stats.PairedDifference
+    within: stats.SignEvidence
+    mde: float | None
+    mean_a: float | None
+    mean_b: float | None
+
+
 def _comparisons(context: _Context) -> list[Comparison]:
+    """Every pair on both metrics, as one family: Holm over all of them, in both scopes."""
     pairs = [(a, b) for i, a in enumerate(context.arms) for b in context.arms[i + 1 :]]
     if not pairs:
         return []
-    return [_compare_metric(context, spec, pairs) for spec in _COMPARED_METRICS]
-
-
-def _compare_metric(context: _Context, spec: _MetricSpec, pairs: list[tuple[str, str]]) -> Comparison:
-    raw = []
-    for a, b in pairs:
-        shared = [t for t in context.scored_tasks() if context.covered(a, t) and context.covered(b, t)]
-        per_a = {t: [v] for t in shared if (v := spec.values(context.cells[(a, t)])) is not None}
-        per_b = {t: [v] for t in shared if (v := spec.values(context.cells[(b, t)])) is not None}
-        result = stats.paired_difference(
-            per_a, per_b, resamples=context.settings.resamples, seed=context.seed("compare", spec.key, a, b),
-            confidence=context.settings.confidence,
-        )  # fmt: skip
-        raw.append((a, b, result, per_a, per_b))
-    tested = [r.p_value for _, _, r, _, _ in raw if r.p_value is not None]
-    holm = len(tested) > 1
-    adjusted = iter(stats.holm_adjust(tested)) if holm else iter(tested)
     alpha = 1.0 - context.settings.confidence
-    out = []
-    for a, b, result, per_a, per_b in raw:
-        p_adjusted = next(adjusted) if result.p_value is not None else None
-        mean_a = stats.mean(v[0] for t, v in per_a.items() if t in result.tasks) if result.tasks else None
-        mean_b = stats.mean(v[0] for t, v in per_b.items() if t in result.tasks) if result.tasks else None
-        distinguishable = (
-            result.n_tasks >= 2 and not result.spans_zero and p_adjusted is not None and p_adjusted < alpha
-        )
-        relative = result.estimate / mean_b if result.estimate is not None and mean_b else None
-        out.append(
-            PairComparison(
-                arm_a=a, arm_b=b, n_tasks=result.n_tasks, tasks=list(result.tasks), mean_a=mean_a, mean_b=mean_b,
-                estimate=result.estimate, low=result.low, high=result.high, relative=relative,
-                p_value=result.p_value, p_adjusted=p_adjusted,
-                # Below the tasks the exact test needs, no effect is detectable: the normal-theory MDE would lie.
-                minimum_detectable_effect=(
-                    result.minimum_detectable_effect if result.n_tasks >= _tasks_needed(alpha) else None
-                ),
-                distinguishable=distinguishable,
-                verdict=_verdict(spec, a, b, result, p_adjusted, distinguishable, alpha, mean_b),
-            )  # fmt: skip
-        )
-    return Comparison(metric=spec.key, unit=spec.unit, better=spec.better, holm_adjusted=holm, pairs=out)
+    family_size = len(pairs) * len(_COMPARED_METRICS)
+    claim_e = family_size / alpha
+    found = [_evidence(context, spec, a, b, claim_e) for spec in _COMPARED_METRICS for a, b in pairs]
+    within_adjusted = stats.holm_adjust([e.within.anytime_p for e in found])
+    over_tested = [e.over_tasks.p_value for e in found if e.over_tasks.p_value is not None]
+    over_adjusted = iter(stats.holm_adjust(over_tested))
+    out: dict[str, list[PairComparison]] = {spec.key: [] for spec in _COMPARED_METRICS}
+    for evidence, within_p in zip(found, within_adjusted):
+        over_p = next(over_adjusted) if evidence.over_tasks.p_value is not None else None
+        out[evidence.spec.key].append(_pair(evidence, within_p, over_p, alpha, claim_e))
+    return [
+        Comparison(spec.key, spec.unit, spec.better, family_size > 1, family_size, out[spec.key])
+        for spec in _COMPARED_METRICS
+    ]
 
 
-def _verdict(
-    spec: _MetricSpec,
-    a: str,
-    b: str,
-    result: stats.PairedDifference,
-    p_adjusted: float | None,
-    distinguishable: bool,
-    alpha: float,
-    mean_b: float | None,
-) -> str:
-    """The sentence a reader quotes. Only a distinguishable difference gets a winner."""
+def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: float) -> _Evidence:
+    shared = [t for t in context.scored_tasks() if context.covered(a, t) and context.covered(b, t)]
+    per_a = {t: [v] for t in shared if (v := spec.values(context.cells[(a, t)])) is not None}
+    per_b = {t: [v] for t in shared if (v := spec.values(context.cells[(b, t)])) is not None}
+    over_tasks = stats.paired_difference(
+        per_a, per_b, resamples=context.settings.resamples, seed=context.seed("compare", spec.key, a, b),
+        confidence=context.settings.confidence,
+    )  # fmt: skip
+    tasks = over_tasks.tasks
+    trials = {(arm, t): context.trials.get((arm, t), []) for arm in (a, b) for t in tasks}
+    differences = _paired_in_time_order(spec, trials, a, b, tasks, context.settings.floor)
+    within = stats.sign_e_process(differences)
+    pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
+    if spec.key == "success":
+        base = [(per_a[t][0] + per_b[t][0]) / 2.0 for t in tasks]
+        mde = stats.success_mde(base, pairs_per_task, claim_e) if tasks else None
+    else:
+        residuals = []
+        for t in tasks:
+            values_a = [spec.trial_value(trial) for trial in trials[(a, t)]]
+            values_b = [spec.trial_value(trial) for trial in trials[(b, t)]]
+            centre_a, centre_b = stats.mean(values_a), stats.mean(values_b)
+            residuals.append([v - centre_a for v in values_a] + [v - centre_b for v in values_b])
+        mde = stats.shift_mde(residuals, pairs_per_task, claim_e) if tasks else None
+    mean_a = stats.mean(per_a[t][0] for t in tasks) if tasks else None
+    mean_b = stats.mean(per_b[t][0] for t in tasks) if tasks else None
+    return _Evidence(spec, a, b, over_tasks, within, mde, mean_a, mean_b)
+
+
+def _paired_in_time_order(
+    spec: _MetricSpec, trials: Mapping[tuple[str, str], Sequence[Trial]], a: str, b: str,
+    tasks: Sequence[str], floor: int,
+) -> list[float]:  # fmt: skip
+    """The differences a - b of paired trials, in the order the report could first have seen each pair.
+
+    Within a task the k-th trial of a (by start time) pairs with the k-th of b. A pair counts from the
+    later of its two start times, but never before its task had both arms at the floor (the moment
+    the task joined the comparison). So a later reading only appends pairs to the sequence an earlier
+    reading saw, and the sign e-process over it is one test martingale however often it is read.
+    """
+    keyed = []
+    for task in tasks:
+        cell_a, cell_b = trials[(a, task)], trials[(b, task)]
+        joined = max(cell_a[floor - 1][0], cell_b[floor - 1][0])
+        for k, (trial_a, trial_b) in enumerate(zip(cell_a, cell_b)):
+            completed = max(trial_a[0], trial_b[0])
+            keyed.append(((max(joined, completed), completed, task, k), spec.trial_value(trial_a) - spec.trial_value(trial_b)))
+    keyed.sort(key=lambda item: item[0])
+    return [difference for _, difference in keyed]
+
+
+def _pair(evidence: _Evidence, within_p: float, over_p: float | None, alpha: float, claim_e: float) -> PairComparison:
+    result, within = evidence.over_tasks, evidence.within
+    direction = 0 if not result.estimate else (1 if result.estimate > 0 else -1)
+    # A claim needs the evidence within tasks (Holm-adjusted) and the mean difference to point the same way.
+    claimed = within_p <= alpha and direction != 0 and within.direction == direction
+    conflicting = within_p <= alpha and direction != 0 and within.direction == -direction
+    generalizes = (
+        claimed and over_p is not None and over_p < alpha and result.low is not None and result.high is not None
+        and (result.low > 0 if direction > 0 else result.high < 0)
+    )  # fmt: skip
+    scope = SCOPE_TASKS_LIKE_THESE if generalizes else SCOPE_THESE_TASKS if claimed else None
+    e_max = within.max_up if within.direction >= 0 else within.max_down
+    return PairComparison(
+        arm_a=evidence.a, arm_b=evidence.b, n_tasks=result.n_tasks, tasks=list(result.tasks),
+        mean_a=evidence.mean_a, mean_b=evidence.mean_b, estimate=result.estimate, low=result.low, high=result.high,
+        relative=result.estimate / evidence.mean_b if result.estimate is not None and evidence.mean_b else None,
+        p_value=result.p_value, p_adjusted=over_p,
+        within_tasks=WithinTasks(
+            pairs=within.pairs, nonzero=within.nonzero, positives=within.positives, e_value=within.e_value,
+            e_max=e_max, anytime_p=within.anytime_p, p_adjusted=within_p, claim_e_value=claim_e,
+        ),
+        minimum_detectable_effect=evidence.mde, distinguishable=claimed, scope=scope,
+        verdict=_verdict(evidence, scope, over_p, alpha, conflicting),
+    )  # fmt: skip
+
+
+def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha: float, conflicting: bool) -> str:
+    """The sentence a reader quotes. Only a claimed difference gets a winner, and it names its scope."""
+    spec, a, b, result, within = evidence.spec, evidence.a, evidence.b, evidence.over_tasks, evidence.within
     if result.n_tasks == 0 or result.estimate is None:
         return "not compared: no task has both arms at the floor"
-    if result.n_tasks == 1:
-        return "not distinguishable at this sample size: only 1 shared task, no interval can be estimated"
-    if distinguishable:
+    if scope is not None:
         direction = "lower" if result.estimate < 0 else "higher"
         winner = a if direction == spec.better else b
-        return f"distinguishable: {winner} is better ({a} is {direction} than {b} by {spec.show(abs(result.estimate))})"
-    needed = _tasks_needed(alpha)
-    if result.n_tasks < needed:
-        return (
-            f"not distinguishable at this sample size: with {result.n_tasks} shared tasks the paired test cannot "
-            f"reach p < {alpha:g} whatever the difference (no minimum detectable effect; it needs at least "
-            f"{needed} tasks)"
+        agreeing = within.positives if result.estimate > 0 else within.nonzero - within.positives
+        head = (
+            f"distinguishable for {scope}: {winner} is better ({a} is {direction} than {b} by "
+            f"{spec.show(abs(result.estimate))}; {agreeing} of {plural(within.nonzero, 'differing paired trial')} agree)"
         )
-    reason = ""
-    if not result.spans_zero and result.p_value is not None and result.p_value >= alpha:
-        reason = f" (the interval excludes zero but the paired sign-flip test does not, p {p_text(result.p_value)})"
-    elif not result.spans_zero and p_adjusted is not None:
-        reason = f" after Holm adjustment (p {p_text(p_adjusted)})"
-    mde = result.minimum_detectable_effect
-    if mde is None or mde == 0.0:
-        detail = "every shared task gave the same difference, so no minimum detectable effect can be estimated"
+        if scope == SCOPE_TASKS_LIKE_THESE:
+            return head
+        needed = stats.sign_flip_tasks_needed(alpha)
+        if result.n_tasks < needed:
+            return f"{head}; whether it generalizes to tasks like these needs at least {needed} shared tasks"
+        return f"{head}; not shown to generalize to tasks like these (over tasks p {p_text(over_p or 1.0)})"
+    if conflicting:
+        return "not distinguishable at this sample size: most paired trials and the mean difference point opposite ways"
+    mde = evidence.mde
+    if mde is None:
+        detail = "no difference is detectable with so few paired trials"
+    elif mde == 0.0:
+        detail = "trials within a cell do not vary, so any difference is detectable for these tasks"
     else:
-        share = f" ({100 * mde / abs(mean_b):.0f}% of {b})" if mean_b and spec.key != "success" else ""
-        detail = f"minimum detectable effect ~ {spec.show(mde)}{share}"
-    return f"not distinguishable at this sample size{reason}; {detail}"
-
-
-def _tasks_needed(alpha: float) -> int:
-    """Fewest shared tasks for which the exact sign-flip test can reach p < alpha (2 / 2^T < alpha)."""
-    tasks = 1
-    while 2 / 2**tasks >= alpha:
-        tasks += 1
-    return tasks
+        share = f" ({100 * mde / abs(evidence.mean_b):.0f}% of {b})" if evidence.mean_b and spec.key != "success" else ""
+        detail = f"minimum detectable effect for these tasks ~ {spec.show(mde)}{share}"
+    return f"not distinguishable at this sample size; {detail}"
 
 
 # -- provenance and notices -----------------------------------------------------------------------------
@@ -540,6 +601,11 @@ def _notices(report: Report, context: _Context) -> list[str]:
         )
     scored = context.scored_tasks()
     headline = report.headline.tasks
+    if 0 < len(headline) < MIN_TASKS:
+        notes.append(
+            f"With {plural(len(headline), 'headline task')} no interval can be honest (they need {MIN_TASKS} tasks, "
+            "see How the figures are computed): the headline shows means without ranges."
+        )
     if context.arms and scored and len(headline) < len(scored):
         left = [t for t in scored if t not in headline]
         notes.append(

@@ -15,7 +15,7 @@ from typing import Any
 from .. import statistics as stats
 from ..sample import MODEL_KINDS, TOKEN_COMPONENTS
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
 DEFAULT_WEIGHTS: dict[str, float] = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
 FINGERPRINT_POLICIES = ("newest", "group")
@@ -39,6 +39,7 @@ class TaskInfo:
     tier: str
     bonus: bool = False
     arms: tuple[str, ...] = ()  # arms that can do the task (bonus tasks); () = every arm
+    excluded: str = ""  # why this bench leaves the task out (the capability probe); "" = it counts
 
 
 @dataclass
@@ -87,14 +88,15 @@ class ReportSettings:
 # =====================================================================================================
 @dataclass(frozen=True)
 class Figure:
-    """A mean over tasks of per-task means, with its task-clustered bootstrap interval."""
+    """A mean over tasks of per-task means, with its interval about tasks like these."""
 
     mean: float | None
-    low: float | None  # None when fewer than two tasks (no spread can be estimated)
+    low: float | None  # None below statistics.MIN_TASKS_FOR_INTERVAL tasks (no interval can be honest)
     high: float | None
     median: float | None  # mean over the same tasks of the per-task medians
     n_tasks: int
     n_samples: int
+    method: str  # how low/high were computed (the README's "How the figures are computed")
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,24 @@ class OutcomeRow:
     error: int
 
 
+SCOPE_THESE_TASKS = "these tasks"
+SCOPE_TASKS_LIKE_THESE = "tasks like these"
+
+
+@dataclass(frozen=True)
+class WithinTasks:
+    """The comparison "for these tasks": paired trials within each shared task, read as an e-process."""
+
+    pairs: int  # trials paired (the k-th of a with the k-th of b, per task)
+    nonzero: int  # pairs with a difference (ties carry no evidence)
+    positives: int  # pairs where a - b > 0
+    e_value: float  # the sign e-process now
+    e_max: float  # the largest value it ever reached (in the direction claimed, if any)
+    anytime_p: float  # min(1, 1 / e_max)
+    p_adjusted: float  # Holm across every pair and metric of the report
+    claim_e_value: float  # the e-value a claim needs before Holm's step-down: family size / alpha
+
+
 @dataclass(frozen=True)
 class PairComparison:
     arm_a: str
@@ -238,13 +258,15 @@ class PairComparison:
     mean_a: float | None
     mean_b: float | None
     estimate: float | None  # mean over shared tasks of (a - b)
-    low: float | None
+    low: float | None  # t interval over the per-task differences (tasks like these)
     high: float | None
     relative: float | None  # estimate / mean_b
-    p_value: float | None
-    p_adjusted: float | None
-    minimum_detectable_effect: float | None
-    distinguishable: bool
+    p_value: float | None  # sign-flip test over tasks (tasks like these)
+    p_adjusted: float | None  # Holm across every pair and metric
+    within_tasks: WithinTasks
+    minimum_detectable_effect: float | None  # for these tasks: claimed with 80% chance at these trials
+    distinguishable: bool  # a difference is claimed (at least for these tasks)
+    scope: str | None  # the widest scope claimed: "tasks like these", "these tasks", or None
     verdict: str
 
 
@@ -254,6 +276,7 @@ class Comparison:
     unit: str
     better: str  # lower | higher
     holm_adjusted: bool
+    family_size: int  # hypotheses Holm adjusts over: pairs x metrics
     pairs: list[PairComparison]
 
 
@@ -312,6 +335,7 @@ class TaskEntry:
     tier: str
     bonus: bool
     arms: list[str] = field(default_factory=list)  # arms that can do it; [] = every arm
+    excluded: str = ""  # why this bench leaves the task out; "" = it counts
 
 
 @dataclass(frozen=True)
@@ -365,8 +389,8 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
 
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def plural(count: int, noun: str, nouns: str = "") -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {nouns or noun + 's'}"
 
 
 def names_in_prose(names: Sequence[str]) -> str:

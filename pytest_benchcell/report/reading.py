@@ -33,6 +33,7 @@ _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 # What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
 _SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS = range(10)
 _Row = tuple[Any, ...]
+Trial = tuple[str, bool, float]  # started_at, passed, cost-equivalent tokens
 
 
 _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
@@ -99,6 +100,10 @@ class _Group:
         w0, w1, w2, w3 = weights
         # Hung trials are scored: they count here with whatever usage they had.
         self.cost_equivalent = [w0 * a + w1 * b + w2 * c + w3 * d for a, b, c, d in tokens]
+        # The scored trials in the order they started (the order the within-task comparison pairs them).
+        self.trials: list[Trial] = sorted(
+            (str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost) for row, cost in zip(scored, self.cost_equivalent)
+        )
         self.components: list[tuple[int, ...]] = list(zip(*tokens)) if tokens else [(), (), (), ()]
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
@@ -154,12 +159,21 @@ def _cell_figure(values: Sequence[float]) -> CellFigure:
     return CellFigure(stats.mean(values), stats.median(values), len(values))
 
 
+def newest(groups: Mapping[str, _Group]) -> _Group:
+    """The group a cell reports: the fingerprint seen most recently, ties broken by name so it is stable."""
+    return max(groups.values(), key=lambda g: (g.last_seen, g.fingerprint))
+
+
+def scored_trials(groups: Mapping[str, _Group]) -> list[Trial]:
+    """(started_at, passed, cost-equivalent) of the reported group's scored trials, oldest first."""
+    return newest(groups).trials if groups else []
+
+
 def summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: int, z: float) -> CellSummary:
     """Keep the cell's newest fingerprint group and summarize it; the others are only counted."""
     if not groups:
         return empty_cell(arm, task, TaskInfo(""))
-    # Newest = the fingerprint seen most recently; ties broken by name so the choice is stable.
-    used = max(groups.values(), key=lambda g: (g.last_seen, g.fingerprint))
+    used = newest(groups)
     summaries = sorted(
         (group.summary(group is used) for group in groups.values()),
         key=lambda g: (g.last_seen, g.fingerprint),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...sample import TOKEN_COMPONENTS
+from ...statistics import MIN_TASKS_FOR_INTERVAL
 from ..model import (
     COMPONENT_LABELS,
     COVERED,
@@ -135,8 +136,8 @@ def document(report: Report, *, detail: bool) -> list[Block]:
 
 def _header(report: Report) -> list[Block]:
     settings = report.settings
-    scored = sum(1 for t in report.tasks if not t.bonus)
-    bonus = len(report.tasks) - scored
+    scored = sum(1 for t in report.tasks if not t.bonus and not t.excluded)
+    bonus = sum(1 for t in report.tasks if t.bonus and not t.excluded)
     weights = settings.weights
     return [
         Text(
@@ -150,8 +151,11 @@ def _header(report: Report) -> list[Block]:
             + " (weights relative to fresh input; hung trials count with the usage they had)."
         ),
         Text(
-            f"Intervals: {100 * settings.confidence:g}%, task-clustered bootstrap ({settings.resamples} resamples, "
-            f"seed {settings.seed}); per-cell success: Wilson. Only scored trials enter the figures."
+            f"Intervals: {100 * settings.confidence:g}%, about tasks like these, from {MIN_TASKS_FOR_INTERVAL} tasks on "
+            "(fewer tasks get none: no interval can be honest): success t over task rates widened to the pooled "
+            "Wilson interval; costs, tokens, turns and times the lognormal generalized interval over task means "
+            f"({settings.resamples} draws, seed {settings.seed}). Per-cell success: Wilson. Only scored trials "
+            "enter the figures."
         ),
     ]  # fmt: skip
 
@@ -194,12 +198,18 @@ def _signed(spec_key: str, value: float) -> str:
 def _comparison_blocks(report: Report) -> list[Block]:
     if not report.comparisons:
         return [Heading("Comparisons"), Text("Pairwise comparisons need at least two arms.")]
+    family = report.comparisons[0].family_size
+    alpha = 1.0 - report.settings.confidence
     blocks: list[Block] = [
         Heading("Comparisons"),
         Text(
-            "Paired over the tasks where both arms meet the floor: the mean per-task difference (a \u2212 b) with "
-            "its bootstrap interval and sign-flip p-value"
-            + (", Holm-adjusted across the pairs." if any(c.holm_adjusted for c in report.comparisons) else ".")
+            "Each claim names its scope. For these tasks: the k-th trials of the two arms on a shared task are "
+            "paired, and a sign e-process over the pairs in the order they ran must reach "
+            f"{plural(family, 'hypothesis', 'hypotheses')} / {alpha:g} = {family / alpha:,.0f} (Holm across every "
+            f"pair and metric), which keeps the chance of any wrong claim below {alpha:g} however often the report "
+            "is read. For tasks like these: additionally the sign-flip test over the per-task differences "
+            f"(Holm-adjusted) and their t interval must exclude zero. Differences are a \u2212 b over the tasks "
+            "where both arms meet the floor."
         ),
     ]
     for comparison in report.comparisons:
@@ -210,10 +220,15 @@ def _comparison_blocks(report: Report) -> list[Block]:
                 items.append(f"{head}: {pair.verdict}.")
                 continue
             figures = f"{pair.arm_a} \u2212 {pair.arm_b} = {_signed(comparison.metric, pair.estimate)}"
-            if pair.low is not None and pair.high is not None:
-                figures += f" [{_signed(comparison.metric, pair.low)} to {_signed(comparison.metric, pair.high)}]"
             if pair.relative is not None and comparison.metric != "success":
                 figures += f" ({100 * pair.relative:+.1f}%)"
+            within = pair.within_tasks
+            figures += f"; these tasks: e = {_e_text(within.e_max)} over {plural(within.pairs, 'paired trial')}"
+            if pair.low is not None and pair.high is not None:
+                figures += (
+                    f"; tasks like these: [{_signed(comparison.metric, pair.low)} to "
+                    f"{_signed(comparison.metric, pair.high)}]"
+                )
             if pair.p_value is not None:
                 figures += f", p {p_text(pair.p_value)}"
                 if comparison.holm_adjusted and pair.p_adjusted is not None:
@@ -222,6 +237,10 @@ def _comparison_blocks(report: Report) -> list[Block]:
         unit = comparison.unit[0].upper() + comparison.unit[1:]
         blocks += [Text(f"{unit} ({comparison.better} is better):"), Bullets(items)]
     return blocks
+
+
+def _e_text(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2g}" if value < 10 else f"{value:.1f}"
 
 
 def _coverage_blocks(report: Report) -> list[Block]:
@@ -239,7 +258,7 @@ def _coverage_blocks(report: Report) -> list[Block]:
     by_cell = {(c.arm, c.task): c for c in report.cells}
     matrix = []
     for entry in report.tasks:
-        if entry.bonus:
+        if entry.bonus or entry.excluded:
             continue
         row = [entry.task, entry.tier or DASH]
         for arm in report.arms:
@@ -252,6 +271,9 @@ def _coverage_blocks(report: Report) -> list[Block]:
         matrix.append(row)
     if matrix and report.arms:
         blocks += [Text("Scored trials per cell:"), Table(["task", "tier", *report.arms], matrix, left=2)]
+    excluded = [f"{entry.task}: {entry.excluded}" for entry in report.tasks if entry.excluded]
+    if excluded:
+        blocks += [Text("Not part of this bench's comparison (never counted as missing):"), Bullets(excluded)]
     return blocks
 
 
