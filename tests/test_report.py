@@ -384,12 +384,12 @@ def test_several_arms_are_holm_adjusted_across_pairs_and_metrics(tmp_path: Path)
 
 
 def test_an_exact_zero_difference_prints_p_equal_to_one(tmp_path: Path) -> None:
-    # Per-task success differences 0.6 - 0.8 and 0.8 - 0.6 (and 0): float noise must not make p < 1.
-    outcomes = {"t1": (3, 4), "t2": (4, 3), "t3": (5, 5)}
+    # Per-task success differences 0.7 - 0.9, 0.3 - 0.1 and 0 sum to -8.3e-17, not 0: p must still be 1.
+    outcomes = {"t1": (7, 9), "t2": (3, 1), "t3": (5, 5)}
     samples = []
     for task, (a_passes, b_passes) in outcomes.items():
-        samples += cell_samples("a", task, 5, outcomes=["pass"] * a_passes + ["incorrect"] * (5 - a_passes))
-        samples += cell_samples("b", task, 5, outcomes=["pass"] * b_passes + ["incorrect"] * (5 - b_passes))
+        samples += cell_samples("a", task, 10, outcomes=["pass"] * a_passes + ["incorrect"] * (10 - a_passes))
+        samples += cell_samples("b", task, 10, outcomes=["pass"] * b_passes + ["incorrect"] * (10 - b_passes))
     report = build_report(write_samples(tmp_path, samples), ReportSettings())
     pair = comparison(report, "success", "a", "b")
     assert pair.estimate == pytest.approx(0.0, abs=1e-12)

@@ -61,37 +61,6 @@ def test_wilson_rejects_impossible_counts() -> None:
         st.wilson_interval(4, 3)
 
 
-# -- bootstrap --------------------------------------------------------------------------------------
-def test_bootstrap_is_deterministic_with_a_seed() -> None:
-    values = [3.0, 9.0, 4.0, 12.0, 7.0, 1.0]
-    first = st.bootstrap_mean_interval(values, seed=42)
-    assert first == st.bootstrap_mean_interval(values, seed=42)
-    assert first != st.bootstrap_mean_interval(values, seed=43)
-    low, high = first
-    assert 1.0 <= low < st.mean(values) < high <= 12.0
-
-
-def test_bootstrap_of_constant_values_is_a_point() -> None:
-    assert st.bootstrap_mean_interval([5.0, 5.0, 5.0], seed=0) == (5.0, 5.0)
-
-
-def test_bootstrap_interval_narrows_with_confidence() -> None:
-    values = [float(v) for v in range(1, 21)]
-    wide = st.bootstrap_mean_interval(values, seed=1, confidence=0.99)
-    narrow = st.bootstrap_mean_interval(values, seed=1, confidence=0.80)
-    assert wide[0] < narrow[0] < narrow[1] < wide[1]
-
-
-def test_clustered_bootstrap_weighs_tasks_equally() -> None:
-    # task a: mean of 1 and 3 = 2; task b: 10 (one trial); the empty task is skipped.
-    result = st.clustered_bootstrap({"b": [10.0], "a": [1.0, 3.0], "c": []}, seed=7)
-    assert result.value == 6.0  # (2 + 10) / 2, not the pooled (1 + 3 + 10) / 3
-    assert (result.n_tasks, result.n_samples) == (2, 3)
-    assert 2.0 <= result.low <= result.high <= 10.0
-    # The mapping's order does not matter: tasks are sorted before resampling.
-    assert result == st.clustered_bootstrap({"a": [1.0, 3.0], "b": [10.0]}, seed=7)
-
-
 def test_derive_seed_is_stable_and_separates_labels() -> None:
     assert st.derive_seed(0, "headline", "cli") == st.derive_seed(0, "headline", "cli")
     assert st.derive_seed(0, "headline", "cli") != st.derive_seed(0, "headline", "mcp")
@@ -100,7 +69,7 @@ def test_derive_seed_is_stable_and_separates_labels() -> None:
     assert st.derive_seed(0, "a") == int.from_bytes(__import__("hashlib").sha256(b"0\x1fa").digest()[:8], "big") >> 1
 
 
-# -- paired comparison ------------------------------------------------------------------------------
+# -- paired comparison over tasks ----------------------------------------------------------------------
 def test_paired_difference_by_hand() -> None:
     a = {"t1": [10.0, 12.0], "t2": [20.0], "t3": [5.0, 7.0]}
     b = {"t1": [9.0], "t2": [18.0, 20.0], "t3": [6.0], "t4": [100.0]}
@@ -109,27 +78,27 @@ def test_paired_difference_by_hand() -> None:
     assert result.tasks == ("t1", "t2", "t3")
     assert result.n_tasks == 3
     assert result.estimate == 1.0
-    assert result.standard_error == pytest.approx(1 / math.sqrt(3))
-    # MDE = (1.95996 + 0.84162) * 0.57735 = 1.6175
-    assert result.minimum_detectable_effect == pytest.approx(2.801585 / math.sqrt(3), rel=1e-5)
+    # t interval: 1 +- t_{.975, 2} / sqrt(3) = 1 +- 4.302653 * 0.577350 = 1 +- 2.484138
+    assert (result.low, result.high) == (pytest.approx(1 - 2.484138, abs=1e-6), pytest.approx(1 + 2.484138, abs=1e-6))
     # sign patterns of (2, 1, 0): |sum| in {3, 1, 1, 3} twice each; |sum| >= 3 in 4 of 8
     assert result.p_value == 0.5
-    assert result.low is not None and result.high is not None
-    assert 0.0 <= result.low <= 1.0 <= result.high <= 2.0
-    assert result.spans_zero
 
 
 def test_paired_difference_without_enough_shared_tasks() -> None:
     none = st.paired_difference({"a": [1.0]}, {"b": [2.0]}, seed=0)
     assert (none.estimate, none.n_tasks, none.low) == (None, 0, None)
     one = st.paired_difference({"a": [3.0]}, {"a": [1.0]}, seed=0)
-    assert (one.estimate, one.n_tasks, one.low, one.minimum_detectable_effect) == (2.0, 1, None, None)
-    assert one.spans_zero  # no interval: never a claim
+    assert (one.estimate, one.n_tasks, one.low, one.p_value) == (2.0, 1, None, None)
+    two = st.paired_difference({"a": [3.0], "b": [4.0]}, {"a": [1.0], "b": [1.0]}, seed=0)
+    assert (two.n_tasks, two.low, two.high) == (2, None, None)  # below MIN_TASKS_FOR_INTERVAL: no range
+    assert st.MIN_TASKS_FOR_INTERVAL == 3
 
 
-def test_minimum_detectable_effect_formula() -> None:
-    assert st.minimum_detectable_effect(1.0) == pytest.approx(1.959964 + 0.841621, abs=1e-5)
-    assert st.minimum_detectable_effect(2.0, power=0.9) == pytest.approx(2 * (1.959964 + 1.281552), abs=1e-5)
+def test_sign_flip_of_a_zero_sum_is_one_despite_float_noise() -> None:
+    noisy = [0.7 - 0.9, 0.3 - 0.1, 0.0]  # sums to -8.3e-17, not exactly 0
+    assert math.fsum(noisy) != 0.0
+    assert st.sign_flip_p_value(noisy, seed=0) == 1.0
+    assert st.sign_flip_p_value([0.7 - 0.9, 0.3 - 0.1, 0.5], seed=0) == 0.75  # a real difference still counts
 
 
 def test_sign_flip_exact() -> None:
@@ -187,19 +156,131 @@ def test_two_sided_z() -> None:
     assert st.two_sided_z(0.90) == pytest.approx(1.644854, abs=1e-6)
 
 
-def test_bootstrap_columns_share_draws() -> None:
-    a = [1.0, 5.0, 2.0, 8.0, 3.0]
-    b = [10 * v for v in a]
-    (low_a, high_a), (low_b, high_b) = st.bootstrap_mean_intervals([a, b], seed=9)
-    assert (low_b, high_b) == pytest.approx((10 * low_a, 10 * high_a))  # same resampled tasks for both
-    assert st.bootstrap_mean_intervals([a], seed=9)[0] == st.bootstrap_mean_interval(a, seed=9)
-    with pytest.raises(ValueError):
-        st.bootstrap_mean_intervals([a, a[:3]], seed=9)
-
-
 def test_pass_hat_k_curve_matches_the_formula() -> None:
     cells = [(5, 5), (3, 5), (0, 6), (4, 7)]
     curve = st.pass_hat_k_curve(cells, 5)
     assert curve == pytest.approx([st.pass_hat_k(cells, k) for k in range(1, 6)])
     with pytest.raises(ValueError):
         st.pass_hat_k_curve(cells, 6)
+
+
+# -- Student's t --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("df", "quantile"),
+    [(1, 12.706204736), (2, 4.302652730), (3, 3.182446305), (7, 2.364624252), (30, 2.042272456)],
+)
+def test_t_quantile_matches_the_tables(df: int, quantile: float) -> None:
+    assert st.t_quantile(0.975, df) == pytest.approx(quantile, abs=1e-8)
+    assert st.t_quantile(0.025, df) == pytest.approx(-quantile, abs=1e-8)
+
+
+def test_incomplete_beta_and_t_cdf_by_hand() -> None:
+    # I_x(1, 1) = x; I_x(2, 3) = 6x^2/2 - 8x^3/3 * ... = 1 - (1-x)^3 (1 + 3x) = 0.5248 at x = .4
+    assert st.regularized_incomplete_beta(1, 1, 0.3) == pytest.approx(0.3)
+    assert st.regularized_incomplete_beta(2, 3, 0.4) == pytest.approx(1 - 0.6**3 * (1 + 3 * 0.4))
+    # df = 1 is the Cauchy distribution: P(T <= t) = 1/2 + atan(t) / pi
+    assert st.t_cdf(2.0, 1) == pytest.approx(0.5 + math.atan(2.0) / math.pi)
+    assert st.t_cdf(0.0, 5) == 0.5
+
+
+def test_against_scipy_when_installed() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 3, 4, 7, 11, 50):
+        for q in (0.9, 0.95, 0.975, 0.995):
+            assert st.t_quantile(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-9)
+    for a, b, x in ((0.5, 0.5, 0.2), (3.0, 7.5, 0.31), (40.0, 0.5, 0.97)):
+        assert st.regularized_incomplete_beta(a, b, x) == pytest.approx(__import__("scipy.special").special.betainc(a, b, x), rel=1e-9)
+
+
+def test_t_interval_by_hand() -> None:
+    # mean 5, s = sqrt(20/3) = 2.581989, SE = 1.290994; t_{.975, 3} = 3.182446 -> half width 4.108520
+    low, high = st.t_interval([2.0, 4.0, 6.0, 8.0])
+    assert (low, high) == (pytest.approx(5 - 4.108520, abs=1e-5), pytest.approx(5 + 4.108520, abs=1e-5))
+    assert st.t_interval([3.0, 3.0, 3.0]) == (3.0, 3.0)
+    with pytest.raises(ValueError):
+        st.t_interval([1.0])
+
+
+# -- lognormal mean ----------------------------------------------------------------------------------
+def test_lognormal_interval_is_seeded_and_brackets_the_lognormal_mean() -> None:
+    values = [2_000.0, 3_500.0, 9_000.0, 5_200.0]
+    first = st.lognormal_mean_interval(values, seed=1)
+    assert first == st.lognormal_mean_interval(values, seed=1)
+    assert first != st.lognormal_mean_interval(values, seed=2)
+    logs = [math.log(v) for v in values]
+    lognormal_mean = math.exp(st.mean(logs) + st.sample_sd(logs) ** 2 / 2)  # exp(mu + sigma^2 / 2) = 5,306
+    low, high = first
+    assert low < lognormal_mean < high
+    assert low > 0 and high < 10 * max(values)
+    assert st.lognormal_mean_interval([7.0, 7.0, 7.0], seed=0) == (7.0, 7.0)
+    with pytest.raises(ValueError):
+        st.lognormal_mean_interval([1.0, 0.0, 2.0], seed=0)
+
+
+def test_lognormal_interval_matches_its_pivot_in_closed_form() -> None:
+    # With Z and U^2 drawn, G's quantiles are those of the pivot; compare with a direct computation.
+    import random as _random
+
+    values = [1.0, math.e, math.e**2]  # logs 0, 1, 2: ybar = 1, s^2 = 1, n = 3
+    rng = _random.Random(5)
+    pivots = []
+    for _ in range(2000):
+        scaled = 1.0 * 2 / (2.0 * rng.gammavariate(1.0, 1.0))
+        pivots.append(1.0 - rng.gauss(0.0, 1.0) * math.sqrt(scaled / 3) + scaled / 2.0)
+    pivots.sort()
+    expected = (math.exp(st.quantile(pivots, 0.025)), math.exp(st.quantile(pivots, 0.975)))
+    assert st.lognormal_mean_interval(values, seed=5) == pytest.approx(expected)
+
+
+# -- sign e-process ----------------------------------------------------------------------------------
+def test_sign_e_value_by_hand() -> None:
+    assert st.sign_e_value(0, 0) == 1.0
+    assert st.sign_e_value(12, 12) == pytest.approx(2**12 / 13)  # 315.08: every one of 12 pairs agrees
+    assert st.sign_e_value(0, 12) == st.sign_e_value(12, 12)  # two-sided
+    assert st.sign_e_value(3, 6) == pytest.approx(2**6 / (7 * 20))  # C(6, 3) = 20
+
+
+def test_sign_e_value_is_a_fair_bet_under_the_null() -> None:
+    # E[e_m] = sum_k C(m, k) / 2^m * e(k, m) = 1 exactly, at every m: the process is a test martingale.
+    for m in (1, 2, 5, 17, 40):
+        expectation = sum(math.comb(m, k) / 2**m * st.sign_e_value(k, m) for k in range(m + 1))
+        assert expectation == pytest.approx(1.0)
+
+
+def test_sign_e_process_keeps_peaks_per_direction_and_ignores_ties() -> None:
+    evidence = st.sign_e_process([1.0, 0.0, 2.0, 3.0, -1.0])
+    assert (evidence.pairs, evidence.nonzero, evidence.positives) == (5, 4, 3)
+    assert evidence.max_up == pytest.approx(st.sign_e_value(3, 3))  # 8 / 4 = 2, before the negative pair
+    assert evidence.e_value == pytest.approx(st.sign_e_value(3, 4))
+    assert evidence.max_down == 1.0 and evidence.direction == 1
+    assert evidence.anytime_p == pytest.approx(0.5)
+    assert st.sign_e_process([]).anytime_p == 1.0 and st.sign_e_process([]).direction == 0
+
+
+def test_sign_claim_power_by_hand() -> None:
+    # m = 5, threshold 5: e(5, 5) = e(0, 5) = 32 / 6 = 5.33 >= 5, e(4, 5) = 32 / 30 < 5
+    assert st.sign_claim_power(5, 0.5, 5.0) == pytest.approx(2 / 32)
+    assert st.sign_claim_power(5, 0.9, 5.0) == pytest.approx(0.9**5 + 0.1**5)
+    assert st.sign_claim_power(0, 0.9, 5.0) == 0.0
+
+
+def test_success_mde_reaches_the_asked_power() -> None:
+    rates, pairs, threshold = [0.5] * 8, [10] * 8, 40.0
+    mde = st.success_mde(rates, pairs, threshold)
+    assert mde is not None and 0.2 < mde < 0.5
+    plus = minus = 0.0
+    for rate, n in zip(rates, pairs):
+        p_a, p_b = rate + mde / 2, rate - mde / 2
+        plus += n * p_a * (1 - p_b)
+        minus += n * p_b * (1 - p_a)
+    assert st.sign_claim_power(round(plus + minus), plus / (plus + minus), threshold) >= 0.8
+    assert st.success_mde([0.5], [2], threshold) is None  # two pairs can never reach e = 40
+
+
+def test_shift_mde_scales_with_the_noise() -> None:
+    residuals = [[-100.0, 0.0, 100.0, -50.0, 50.0, 0.0]] * 4
+    one = st.shift_mde(residuals, [3] * 4, 40.0)
+    ten = st.shift_mde([[10 * r for r in task] for task in residuals], [3] * 4, 40.0)
+    assert one is not None and ten == pytest.approx(10 * one)
+    assert st.shift_mde([[0.0, 0.0, 0.0, 0.0]] * 4, [12] * 4, 40.0) == 0.0  # no noise: any shift shows
+    assert st.shift_mde([[0.0, 0.0]], [1], 40.0) is None  # one pair can never reach 40
