@@ -25,6 +25,7 @@ A central interval at confidence c takes Q(a/2) and Q(1 - a/2) with a = 1 - c.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import math
@@ -179,8 +180,10 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(q: float, df: float) -> float:
-    """The q-quantile of Student's t (t_{0.975, 3} = 3.182446), by bisection on t_cdf to 1e-12."""
+    """The q-quantile of Student's t (t_{0.975, 3} = 3.182446), by bisection on t_cdf to 1e-12 (cached:
+    a report asks for the same few quantiles again and again)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"quantile level must be in (0, 1), got {q}")
     if q < 0.5:
@@ -424,6 +427,18 @@ def sign_e_process(differences: Iterable[float]) -> SignEvidence:
     return SignEvidence(pairs, nonzero, positives, value, max_up, max_down)
 
 
+@functools.lru_cache(maxsize=4096)
+def _claim_region(nonzero: int, threshold: float) -> tuple[int, int]:
+    """(k_low, k_high): sign_e_value(k, m) >= threshold exactly when k <= k_low or k >= k_high.
+
+    The e-value falls from k = 0 to k = m/2 and rises symmetrically after it, so the region is two tails.
+    """
+    k_high = nonzero + 1
+    while k_high - 1 >= 0 and sign_e_value(k_high - 1, nonzero) >= threshold and 2 * (k_high - 1) >= nonzero:
+        k_high -= 1
+    return nonzero - k_high, k_high
+
+
 def sign_claim_power(nonzero: int, theta: float, threshold: float) -> float:
     """P(sign_e_value(k, m) >= threshold) for k ~ Binomial(m, theta): the chance a claim is made by m pairs.
 
@@ -432,17 +447,18 @@ def sign_claim_power(nonzero: int, theta: float, threshold: float) -> float:
     """
     if nonzero <= 0:
         return 0.0
-    total = 0.0
+    k_low, k_high = _claim_region(nonzero, threshold)
     log_theta, log_rest = math.log(max(theta, 1e-300)), math.log(max(1.0 - theta, 1e-300))
-    for k in range(nonzero + 1):
-        if sign_e_value(k, nonzero) >= threshold:
-            log_choose = math.lgamma(nonzero + 1.0) - math.lgamma(k + 1.0) - math.lgamma(nonzero - k + 1.0)
-            total += math.exp(log_choose + k * log_theta + (nonzero - k) * log_rest)
+    log_m = math.lgamma(nonzero + 1.0)
+    total = 0.0
+    for k in itertools.chain(range(0, k_low + 1), range(k_high, nonzero + 1)):
+        log_choose = log_m - math.lgamma(k + 1.0) - math.lgamma(nonzero - k + 1.0)
+        total += math.exp(log_choose + k * log_theta + (nonzero - k) * log_rest)
     return min(1.0, total)
 
 
 def smallest_detectable(
-    power_at: Callable[[float], float], *, upper: float, power: float = DEFAULT_POWER, steps: int = 40
+    power_at: Callable[[float], float], *, upper: float, power: float = DEFAULT_POWER, steps: int = 30
 ) -> float | None:
     """The smallest effect in (0, upper] whose claim probability power_at(effect) reaches `power`, by
     bisection (power_at must grow with the effect); None when even `upper` does not reach it."""

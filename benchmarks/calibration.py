@@ -1,0 +1,318 @@
+"""Do the report's figures hold their stated level at the sizes benches have? One table, by simulation.
+
+    .venv/bin/python benchmarks/calibration.py [--histories 1000] [--seed 13] [--quick]
+
+Every figure is measured through build_report itself (an in-memory store feeds the real reading,
+figures and claim rules), so the table says what the printed report does, not what a formula
+promises. The goals (issue 13) are printed beside each measurement:
+
+* per-arm success interval: coverage of the mean rate of the task population >= 93% at 4 and 8 tasks
+  (per-task rates Beta(2, 2), 5 trials per cell);
+* per-arm token interval: coverage of the population mean cost >= 90% at 4 and 8 tasks (task costs
+  lognormal, log-sd 0.5 and 1.0; trials lognormal within a task, coefficient of variation 0.3);
+* the task count below which no interval is printed: rows at 2 and 3 tasks show what the methods
+  would give there (computed with the same functions the report calls);
+* comparisons, identical arms, 8 tasks, one trial per cell per sitting, the report read after
+  sittings 3, 4, ..., 10: the share of histories in which any reading claims a difference, per metric
+  and on either metric (<= 5%), and the share claimed by a single reading at 10 trials (<= 5%);
+* power: a success difference of 0.30 in every task (p_b = 0.7 Beta(2, 2), p_a = p_b + 0.3), 8 tasks,
+  claimed by the reading at 10 trials per cell in >= 70% of histories;
+* the printed minimum detectable effect: the claim rate where the true difference equals the MDE a
+  first history printed (60% to 95%), for success and for tokens;
+* the same identical-arms reading for the scope "tasks like these" when arms differ task by task but
+  not on average (a false generalization is what that scope must avoid).
+
+It prints the table and exits 1 when a goal is missed. Takes a few minutes on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_benchcell import statistics as stats
+from pytest_benchcell.report import ReportSettings, build_report
+from pytest_benchcell.report.model import Report
+from pytest_benchcell.store import Cell
+
+EPOCH = 1_800_000_000  # seconds; started_at of the first sitting
+WEIGHTS = {"fresh_input": 1.0, "cache_write": 0.0, "cache_read": 0.0, "output": 0.0}  # cost-eq = fresh input
+
+
+# -- an in-memory store: the two methods build_report reads through ----------------------------------------
+@dataclass
+class MemoryStore:
+    """Samples reduced to the fields reports read, kept in memory; duck-types store.Store for build_report."""
+
+    samples: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    root: Path = Path(".")
+
+    def add(self, arm: str, task: str, sitting: int, passed: bool, cost: float) -> None:
+        cell = self.samples.setdefault((arm, task), [])
+        started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(EPOCH + 3600 * sitting + len(cell)))
+        cell.append({
+            "id": f"{arm}-{task}-{len(cell)}", "provenance": {"fingerprint": "f"}, "started_at": started + ".000Z",
+            "status": "scored", "outcome": "pass" if passed else "incorrect",
+            "usage": {"total": {"fresh_input": max(1, round(cost)), "cache_write": 0, "cache_read": 0, "output": 0}},
+            "turns": 5, "duration_ms": 1000, "cost_usd": 0.01, "model": "m", "tier": "t", "bonus": False,
+        })  # fmt: skip
+
+    def cells(self, kinds: Sequence[str] | None = None) -> list[Cell]:
+        return [Cell("real", arm, task) for arm, task in sorted(self.samples)]
+
+    def iter_summaries(self, problems: list[Any], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
+        for cell in cells or self.cells():
+            yield from self.samples[(cell.arm, cell.task)]
+
+    def upto(self, sittings: int) -> MemoryStore:
+        """The store as a reading after `sittings` sittings saw it."""
+        cut = MemoryStore()
+        for key, samples in self.samples.items():
+            cut.samples[key] = samples[:sittings]
+        return cut
+
+
+def report(store: MemoryStore, *, arms: Sequence[str], seed: int, resamples: int = 2000) -> Report:
+    settings = ReportSettings(weights=dict(WEIGHTS), arms=list(arms), seed=seed, resamples=resamples)
+    return build_report(store, settings)  # type: ignore[arg-type]
+
+
+def pair(rep: Report, metric: str) -> Any:
+    return next(c for c in rep.comparisons if c.metric == metric).pairs[0]
+
+
+# -- worlds -------------------------------------------------------------------------------------------------
+def lognormal(rng: random.Random, mean: float, cv: float) -> float:
+    """A lognormal draw with the given mean and coefficient of variation."""
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return mean * math.exp(rng.gauss(-sigma * sigma / 2, sigma))
+
+
+@dataclass(frozen=True)
+class World:
+    tasks: int
+    trials: int
+    rates_a: list[float]
+    rates_b: list[float]
+    costs_a: list[float]  # task mean costs
+    costs_b: list[float]
+    cv: float = 0.3  # within a task
+    shift: float = 0.0  # added to every trial cost of arm a
+
+    def history(self, rng: random.Random, arms: Sequence[str] = ("a", "b")) -> MemoryStore:
+        store = MemoryStore()
+        for sitting in range(self.trials):
+            for t in range(self.tasks):
+                for arm, rates, costs in (("a", self.rates_a, self.costs_a), ("b", self.rates_b, self.costs_b)):
+                    if arm in arms:
+                        shift = self.shift if arm == "a" else 0.0
+                        store.add(arm, f"task-{t:02d}", sitting, rng.random() < rates[t],
+                                  lognormal(rng, costs[t], self.cv) + shift)  # fmt: skip
+        return store
+
+
+def task_costs(rng: random.Random, tasks: int, log_sd: float, median: float = 5000.0) -> list[float]:
+    return [median * math.exp(rng.gauss(0.0, log_sd)) for _ in range(tasks)]
+
+
+def identical(rng: random.Random, tasks: int, trials: int, log_sd: float = 1.0) -> World:
+    rates = [rng.betavariate(2, 2) for _ in range(tasks)]
+    costs = task_costs(rng, tasks, log_sd)
+    return World(tasks, trials, rates, rates, costs, costs)
+
+
+# -- measurements -------------------------------------------------------------------------------------------
+@dataclass
+class Row:
+    what: str
+    measured: str
+    goal: str
+    met: bool | None
+
+
+def share(hits: int, n: int) -> str:
+    return f"{100 * hits / n:5.1f}% ({hits}/{n})"
+
+
+def per_arm_coverage(rng: random.Random, histories: int) -> list[Row]:
+    rows = []
+    for tasks in (2, 3, 4, 8):
+        hits = widths = 0
+        for h in range(histories):
+            world = identical(rng, tasks, 5, 0.5)
+            rates = [rng.betavariate(2, 2) for _ in range(tasks)]
+            passes = [sum(rng.random() < p for _ in range(5)) for p in rates]
+            if tasks >= stats.MIN_TASKS_FOR_INTERVAL:
+                store = MemoryStore()
+                for t, p in enumerate(passes):
+                    for trial in range(5):
+                        store.add("a", f"task-{t}", trial, trial < p, world.costs_a[t])
+                success = report(store, arms=["a"], seed=h, resamples=100).headline.rows[0].success
+                low, high = success.low, success.high
+            else:  # what the method would print, were it printed
+                task_rates = [p / 5 for p in passes]
+                low, high = stats.wilson_interval(sum(passes), 5 * tasks)
+                t_low, t_high = stats.t_interval(task_rates)
+                low, high = max(0.0, min(low, t_low)), min(1.0, max(high, t_high))
+            hits += low <= 0.5 <= high
+            widths += high - low
+        goal = ">= 93%" if tasks in (4, 8) else "(none printed)" if tasks < stats.MIN_TASKS_FOR_INTERVAL else "-"
+        met = hits / histories >= 0.93 if tasks in (4, 8) else None
+        rows.append(Row(f"success interval covers, {tasks} tasks x 5 trials (mean width {100 * widths / histories:.0f} pp)",
+                        share(hits, histories), goal, met))  # fmt: skip
+    for log_sd in (0.5, 1.0):
+        truth = 5000.0 * math.exp(log_sd * log_sd / 2)
+        for tasks in (2, 3, 4, 8):
+            hits = 0
+            ratios = []
+            for h in range(histories):
+                world = identical(rng, tasks, 5, log_sd)
+                if tasks >= stats.MIN_TASKS_FOR_INTERVAL:
+                    figure = report(world.history(rng, arms=("a",)), arms=["a"], seed=h).headline.rows[0].cost_equivalent
+                    low, high = figure.low, figure.high
+                else:
+                    means = [stats.mean(lognormal(rng, c, world.cv) for _ in range(5)) for c in world.costs_a]
+                    low, high = stats.lognormal_mean_interval(means, seed=h)
+                hits += low <= truth <= high
+                ratios.append(high / low)
+            goal = ">= 90%" if tasks in (4, 8) else "(none printed)" if tasks < stats.MIN_TASKS_FOR_INTERVAL else "-"
+            met = hits / histories >= 0.90 if tasks in (4, 8) else None
+            rows.append(Row(
+                f"token interval covers, log-sd {log_sd}, {tasks} tasks x 5 trials (median high/low {stats.median(ratios):.3g})",
+                share(hits, histories), goal, met,
+            ))  # fmt: skip
+    return rows
+
+
+def anytime_null(rng: random.Random, histories: int) -> list[Row]:
+    counts = {"success": 0, "cost_equivalent": 0, "either": 0, "single": 0}
+    for h in range(histories):
+        store = identical(rng, 8, 10).history(rng)
+        claimed: set[str] = set()
+        single = False
+        for sittings in range(3, 11):
+            rep = report(store.upto(sittings), arms=["a", "b"], seed=h, resamples=100)
+            for metric in ("success", "cost_equivalent"):
+                if pair(rep, metric).distinguishable:
+                    claimed.add(metric)
+                    single |= sittings == 10
+        for metric in ("success", "cost_equivalent"):
+            counts[metric] += metric in claimed
+        counts["either"] += bool(claimed)
+        counts["single"] += single
+    return [
+        Row("identical arms, 8 tasks, read after sittings 3..10: any reading claims success", share(counts["success"], histories), "-", None),
+        Row("  ... any reading claims tokens", share(counts["cost_equivalent"], histories), "-", None),
+        Row("  ... any reading claims on either metric", share(counts["either"], histories), "<= 5%", counts["either"] / histories <= 0.05),
+        Row("  ... the single reading at 10 trials claims either", share(counts["single"], histories), "<= 5%", counts["single"] / histories <= 0.05),
+    ]  # fmt: skip
+
+
+def generalization_null(rng: random.Random, histories: int) -> list[Row]:
+    """Arms differ task by task (success +-0.3 with random signs) but not on average: scope 'tasks like these'."""
+    wrong = these = 0
+    for h in range(histories):
+        base = [0.15 + 0.7 * rng.betavariate(2, 2) for _ in range(8)]
+        signs = [rng.choice((-1, 1)) for _ in range(8)]
+        signs = signs[:4] + [-s for s in signs[:4]]  # the population of tasks averages zero
+        costs = task_costs(rng, 8, 1.0)
+        world = World(8, 10, [p + 0.15 * s for p, s in zip(base, signs)], [p - 0.15 * s for p, s in zip(base, signs)], costs, costs)
+        store = world.history(rng)
+        general = claimed = False
+        for sittings in range(3, 11):
+            found = pair(report(store.upto(sittings), arms=["a", "b"], seed=h, resamples=100), "success")
+            general |= found.scope == "tasks like these"
+            claimed |= found.distinguishable
+        wrong += general
+        these += claimed
+    return [
+        Row("arms differ by +-0.3 per task, 0 on average, read after sittings 3..10: claims 'tasks like these'",
+            share(wrong, histories), "<= 5%", wrong / histories <= 0.05),
+        Row("  ... claims a difference for these tasks (true: they do differ there)", share(these, histories), "-", None),
+    ]  # fmt: skip
+
+
+def power(rng: random.Random, histories: int) -> list[Row]:
+    success = tokens = 0
+    for h in range(histories):
+        base = [0.7 * rng.betavariate(2, 2) for _ in range(8)]
+        costs = task_costs(rng, 8, 1.0)
+        store = World(8, 10, [p + 0.3 for p in base], base, costs, costs).history(rng)
+        success += pair(report(store, arms=["a", "b"], seed=h, resamples=100), "success").distinguishable
+        rates = [rng.betavariate(2, 2) for _ in range(8)]
+        store = World(8, 10, rates, rates, [1.2 * c for c in costs], costs).history(rng)
+        tokens += pair(report(store, arms=["a", "b"], seed=h, resamples=100), "cost_equivalent").distinguishable
+    return [
+        Row("power: success +0.30 in every task, 8 tasks, claimed at 10 trials per cell", share(success, histories), ">= 70%", success / histories >= 0.70),
+        Row("power: tokens +20% in every task (trial cv 0.3), 8 tasks x 10 trials", share(tokens, histories), "-", None),
+    ]  # fmt: skip
+
+
+def mde_claim_rate(rng: random.Random, histories: int) -> list[Row]:
+    rows = []
+    for metric in ("success", "cost_equivalent"):
+        hits = tried = 0
+        printed = []
+        for h in range(histories):
+            world = identical(rng, 8, 5, 0.5)
+            mde = pair(report(world.history(rng), arms=["a", "b"], seed=h, resamples=100), metric).minimum_detectable_effect
+            if not mde:
+                continue
+            tried += 1
+            printed.append(mde)
+            if metric == "success":
+                shifted = World(8, 5, [min(1.0, p + mde / 2) for p in world.rates_a],
+                                [max(0.0, p - mde / 2) for p in world.rates_b], world.costs_a, world.costs_b)  # fmt: skip
+            else:
+                shifted = World(8, 5, world.rates_a, world.rates_b, world.costs_a, world.costs_b, shift=mde)
+            hits += pair(report(shifted.history(rng), arms=["a", "b"], seed=h, resamples=100), metric).distinguishable
+        unit = "pp" if metric == "success" else "tokens"
+        scale = 100 if metric == "success" else 1
+        rows.append(Row(
+            f"claim rate where the true {metric} difference = the printed MDE (8 tasks x 5 trials; median MDE "
+            f"{scale * stats.median(printed):,.1f} {unit})",
+            share(hits, tried), "60% to 95%", 0.60 <= hits / max(tried, 1) <= 0.95,
+        ))  # fmt: skip
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--histories", type=int, default=1000, help="histories per measurement (default 1000)")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--quick", action="store_true", help="200 histories, for a first look")
+    args = parser.parse_args(argv)
+    histories = 200 if args.quick else args.histories
+    rng = random.Random(args.seed)
+    started = time.perf_counter()
+    sections: list[tuple[str, Callable[[random.Random, int], list[Row]], int]] = [
+        ("per-arm intervals (nominal 95%)", per_arm_coverage, histories),
+        ("comparisons read after every sitting", anytime_null, histories),
+        ("generalization", generalization_null, max(100, histories // 2)),
+        ("power", power, max(100, histories // 2)),
+        ("minimum detectable effect", mde_claim_rate, max(100, histories // 3)),
+    ]
+    rows: list[Row] = []
+    for title, measure, n in sections:
+        rows.append(Row(f"-- {title}", "", "", None))
+        rows += measure(rng, n)
+        print(f"  [{title}: {time.perf_counter() - started:.0f} s]", file=sys.stderr, flush=True)
+    width = max(len(r.what) for r in rows)
+    print(f"{'measurement'.ljust(width)}  {'measured':>18}  {'goal':>14}  met")
+    for row in rows:
+        met = "" if row.met is None else "yes" if row.met else "NO"
+        print(f"{row.what.ljust(width)}  {row.measured:>18}  {row.goal:>14}  {met}".rstrip())
+    print(f"({histories} histories per row unless stated by the section; seed {args.seed}; "
+          f"{time.perf_counter() - started:.0f} s)")  # fmt: skip
+    return 0 if all(row.met is not False for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
