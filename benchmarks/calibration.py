@@ -216,12 +216,13 @@ def anytime_null(rng: random.Random, histories: int) -> list[Row]:
 
 
 def generalization_null(rng: random.Random, histories: int) -> list[Row]:
-    """Arms differ task by task (success +-0.3 with random signs) but not on average: scope 'tasks like these'."""
+    """Arms differ by 0.3 in every task, the sign drawn per task with even odds: the population of tasks
+    averages zero, so a claim for 'tasks like these' is always wrong, while a claim for these tasks (most
+    of the drawn tasks pointing one way) is right."""
     wrong = these = 0
     for h in range(histories):
         base = [0.15 + 0.7 * rng.betavariate(2, 2) for _ in range(8)]
         signs = [rng.choice((-1, 1)) for _ in range(8)]
-        signs = signs[:4] + [-s for s in signs[:4]]  # the population of tasks averages zero
         costs = task_costs(rng, 8, 1.0)
         world = World(8, 10, [p + 0.15 * s for p, s in zip(base, signs)], [p - 0.15 * s for p, s in zip(base, signs)], costs, costs)
         store = world.history(rng)
@@ -233,9 +234,9 @@ def generalization_null(rng: random.Random, histories: int) -> list[Row]:
         wrong += general
         these += claimed
     return [
-        Row("arms differ by +-0.3 per task, 0 on average, read after sittings 3..10: claims 'tasks like these'",
+        Row("arms differ by 0.3 per task, sign drawn per task (0 on average), read after 3..10: claims 'tasks like these'",
             share(wrong, histories), "<= 5%", wrong / histories <= 0.05),
-        Row("  ... claims a difference for these tasks (true: they do differ there)", share(these, histories), "-", None),
+        Row("  ... claims a difference for these tasks (right when the drawn tasks lean one way)", share(these, histories), "-", None),
     ]  # fmt: skip
 
 

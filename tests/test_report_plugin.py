@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from benches import write_bench
@@ -97,3 +98,27 @@ def test_a_bonus_task_shows_not_applicable_for_arms_that_cannot_do_it(pytester: 
     result = pytester.runpytest("--bench-report", "--bench-task", "shell-only")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*shell-only*shell*1*", "*shell-only*bare*n/a*not applicable to this arm*"])
+
+
+def test_a_task_the_capability_probe_drops_is_not_counted_missing(pytester: pytest.Pytester) -> None:
+    from benches import CONFTEST
+
+    probe = '''
+def pytest_benchcell_probe(bench):
+    from pytest_benchcell import Probe
+    return Probe(verdict={"self_assign": True}, drop=("make-file",))
+'''
+    write_bench(pytester, conftest=CONFTEST + probe)
+    store = Store(pytester.path / "results")
+    for arm in ("shell", "bare"):
+        for trial in range(1, 4):
+            store.append(make_sample(arm, "say-hello", trial=trial, tier="read"))
+    result = pytester.runpytest("--bench-report", "--bench-task", "say-hello,make-file")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "*shell*1*0*0*1*complete*",
+        "*make-file: left out by the capability probe (self_assign: true)*",
+    ])  # fmt: skip
+    out = result.stdout.str()
+    assert "missing and" not in out  # no "Of N cells, M missing" notice
+    assert not re.search(r"make-file\s+single-mutation\s+missing", out)  # and no row in the per-cell matrix
