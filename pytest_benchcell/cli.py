@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="newest: each cell's newest fingerprint, older samples counted as left out (default); "
         "group: the same figures, plus every fingerprint group shown with its own figures",
     )  # fmt: skip
-    report.add_argument("--seed", type=_int, default=0, help="seed of the bootstrap resampling (default 0)")
+    report.add_argument("--seed", type=_int, default=0, help="seed of the Monte-Carlo draws behind the intervals (default 0)")
     report.add_argument("--md", type=Path, metavar="PATH", help="also write Markdown here")
     report.add_argument("--json", type=Path, metavar="PATH", help="also write JSON here")
     report.add_argument("--html", type=Path, metavar="PATH", help="also write a self-contained HTML file here")

@@ -1,0 +1,164 @@
+"""Every rule README's "How the figures are computed" states about a figure, checked against the code.
+
+Each test quotes the README sentence it keeps true: if the text changes, the quote fails; if the
+behaviour changes, the check fails. The measured coverage and power beside each rule come from
+benchmarks/calibration.py (a simulation, not a test); here the rules themselves are pinned.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+from sample_factory import cell_samples, write_samples
+
+from pytest_benchcell import statistics as st
+from pytest_benchcell.report import ReportSettings, build_report, render_terminal
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+SECTION = README.split("### How the figures are computed", 1)[1].split("\n### ", 1)[0]
+FLAT = " ".join(SECTION.split())  # sentences wrap across lines in the file
+PLAIN = FLAT.replace("**", "")  # without Markdown emphasis
+
+
+def says(text: str) -> None:
+    assert " ".join(text.split()) in PLAIN, f"README no longer says: {text}"
+
+
+def tokens(fresh: int) -> tuple[int, int, int, int]:
+    return (fresh, 0, 0, 0)
+
+
+def store_of(tmp_path: Path, arms: dict[str, list[list[int]]]):  # type: ignore[no-untyped-def]
+    """arm -> per task, the trial costs (fresh input tokens)."""
+    samples = []
+    for arm, tasks in arms.items():
+        for t, costs in enumerate(tasks):
+            samples += cell_samples(arm, f"task-{t}", len(costs), tokens_by_trial=[tokens(c) for c in costs])
+    return write_samples(tmp_path, samples)
+
+
+def test_no_interval_below_three_tasks(tmp_path: Path) -> None:
+    says("No interval below 3 tasks. With fewer than 3 tasks the report prints means without ranges and says why.")
+    assert st.MIN_TASKS_FOR_INTERVAL == 3
+    two = build_report(store_of(tmp_path / "2", {"a": [[100, 110, 120], [300, 310, 320]]}), ReportSettings())
+    row = two.headline.rows[0]
+    assert (row.cost_equivalent.low, row.success.low) == (None, None)
+    assert any("no interval can be honest" in notice for notice in two.notices)
+    three = build_report(
+        store_of(tmp_path / "3", {"a": [[100, 110, 120], [300, 310, 320], [200, 220, 240]]}), ReportSettings()
+    )
+    assert three.headline.rows[0].cost_equivalent.low is not None and three.headline.rows[0].success.low is not None
+
+
+def test_per_arm_success_is_t_over_task_rates_widened_to_pooled_wilson(tmp_path: Path) -> None:
+    says("the Student-t interval over those rates, mean ± t_{0.975, T−1}·s/√T")
+    says("widened to include the Wilson interval of the pooled counts")
+    outcomes = [["pass", "pass", "incorrect", "pass"], ["pass", "incorrect", "incorrect", "incorrect"],
+                ["pass", "pass", "pass", "pass"]]  # fmt: skip
+    samples = [s for t, o in enumerate(outcomes) for s in cell_samples("a", f"t{t}", 4, outcomes=o)]
+    success = build_report(write_samples(tmp_path, samples), ReportSettings()).headline.rows[0].success
+    rates = [0.75, 0.25, 1.0]
+    t_low, t_high = st.t_interval(rates)
+    w_low, w_high = st.wilson_interval(7, 12)
+    assert success.rate == pytest.approx(st.mean(rates))
+    assert (success.low, success.high) == (pytest.approx(max(0.0, min(t_low, w_low))), pytest.approx(min(1.0, max(t_high, w_high))))
+    assert success.method == "t over task rates, widened to pooled Wilson"
+
+
+def test_per_arm_costs_use_the_lognormal_interval_and_t_with_a_zero_mean(tmp_path: Path) -> None:
+    says("generalized confidence interval for a lognormal mean")
+    says("U² ~ χ²_{n−1} 2,000 times (seeded)")
+    says("A figure with a zero task mean (a token component the scripted model never uses) gets the t interval instead, cut at 0.")
+    assert st.DEFAULT_RESAMPLES == 2000
+    costs = [[1000, 1100, 1200], [3000, 3300, 3600], [9000, 9900, 10800]]
+    report = build_report(store_of(tmp_path, {"a": costs}), ReportSettings(seed=4))
+    row = report.headline.rows[0]
+    expected = st.lognormal_mean_interval([1100.0, 3300.0, 9900.0], seed=st.derive_seed(4, "headline", "a", "cost_equivalent"))
+    assert (row.cost_equivalent.low, row.cost_equivalent.high) == pytest.approx(expected)
+    assert row.cost_equivalent.method == "lognormal generalized interval over task means"
+    cache_read = report.components[0].cache_read  # every trial has 0 cache reads
+    assert cache_read.method == "t over task means" and cache_read.low == 0.0
+
+
+def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
+    says("at Holm's first step e_max ≥ hypotheses / 0.05: 40 for two arms, 120 for three")
+    costs = [[100, 101, 102], [200, 201, 202], [300, 301, 302]]
+    two = build_report(store_of(tmp_path / "2", {"a": costs, "b": costs}), ReportSettings())
+    three = build_report(store_of(tmp_path / "3", {"a": costs, "b": costs, "c": costs}), ReportSettings())
+    assert [round(p.within_tasks.claim_e_value, 9) for c in two.comparisons for p in c.pairs] == [40.0] * 2
+    assert [round(p.within_tasks.claim_e_value, 9) for c in three.comparisons for p in c.pairs] == [120.0] * 6
+
+
+def test_the_sign_e_process_formula_and_the_example_bench_case() -> None:
+    says("e = 2^m / ((m+1)·C(m, k)) for k positive signs among m non-zero pairs")
+    says("+4,015 tokens with all 12 paired trials agreeing gives e = 2^12/13 = 315 ≥ 120: claimed for these tasks.")
+    for m, k in ((12, 12), (10, 7), (5, 0)):
+        assert st.sign_e_value(k, m) == pytest.approx(2**m / ((m + 1) * math.comb(m, k)))
+    assert round(st.sign_e_value(12, 12)) == 315 >= 120
+
+
+def test_a_later_reading_only_extends_the_sequence(tmp_path: Path) -> None:
+    says("so a later reading only extends the sequence an earlier reading saw")
+    # Sitting 1: three trials of both arms (a dearer); sitting 2: three more, now b dearer. The first
+    # reading's peak must survive into the second reading's e_max (the peak is kept, not recomputed away).
+    first = {"a": [[500, 500, 500]] * 3, "b": [[100, 100, 100]] * 3}
+    store = store_of(tmp_path, first)
+    early = build_report(store, ReportSettings()).comparisons[0].pairs[0].within_tasks
+    for t in range(3):
+        for arm, cost in (("a", 100), ("b", 500)):
+            for i in range(3):
+                store.append(cell_samples(arm, f"task-{t}", 1, start_trial=4 + i, minutes=100 + i, tokens=tokens(cost))[0])
+    late = build_report(store, ReportSettings()).comparisons[0].pairs[0].within_tasks
+    assert early.e_max == pytest.approx(st.sign_e_value(9, 9))
+    assert late.pairs == 18 and late.e_max == pytest.approx(early.e_max)  # 9 up then 9 down: the peak stays
+
+
+def test_generalizing_needs_six_tasks_and_the_within_task_claim(tmp_path: Path) -> None:
+    says("The exact test needs 6 tasks to reach p < 0.05 at all, and the verdict says so below that.")
+    says("only a difference already claimed for these tasks is tested for generalizing")
+    assert st.sign_flip_tasks_needed(0.05) == 6
+    dear = [[1000 + 100 * t + d for d in (0, 5, 10)] for t in range(5)]
+    cheap = [[c - 300 for c in task] for task in dear]
+    pair = build_report(store_of(tmp_path, {"a": dear, "b": cheap}), ReportSettings()).comparisons[0].pairs[0]
+    assert pair.scope == "these tasks"
+    assert "needs at least 6 shared tasks" in pair.verdict
+
+
+def test_a_zero_difference_prints_p_equal_to_one() -> None:
+    says("A mean difference of exactly 0 prints p = 1")
+    says("(0.7 − 0.9) + (0.3 − 0.1) = −8·10⁻¹⁷")
+    assert math.fsum([0.7 - 0.9, 0.3 - 0.1]) == pytest.approx(-8.3e-17, rel=0.01)
+    assert st.sign_flip_p_value([0.7 - 0.9, 0.3 - 0.1], seed=0) == 1.0
+
+
+def test_the_mde_is_the_80_percent_effect_of_the_claim_rule() -> None:
+    says("the difference, the same in every task, that the claim rule above detects with 80% probability")
+    base, pairs = [0.4, 0.6, 0.5, 0.5], [10] * 4
+    mde = st.success_mde(base, pairs, 40.0)
+    assert mde is not None
+    assert st.success_mde(base, pairs, 40.0, power=0.5) < mde < st.success_mde(base, pairs, 40.0, power=0.95)
+
+
+def test_wilson_example_and_determinism(tmp_path: Path) -> None:
+    says("7/10 gives [0.397, 0.892]")
+    assert tuple(round(v, 3) for v in st.wilson_interval(7, 10)) == (0.397, 0.892)
+    says("every random draw is seeded from the figure's name, so the same store gives byte-identical output")
+    store = store_of(tmp_path, {"a": [[100, 130], [250, 200], [900, 1000]], "b": [[90, 80], [300, 280], [700, 750]]})
+    assert render_terminal(build_report(store, ReportSettings())) == render_terminal(build_report(store, ReportSettings()))
+
+
+def test_the_calibration_figures_quoted_meet_their_goals() -> None:
+    # The README quotes benchmarks/calibration.py; a quoted figure that misses its stated goal is a false promise.
+    coverage = re.search(r"rates Beta\(2, 2\), 5 trials per cell\): \*\*([\d.]+)% at 4 tasks, ([\d.]+)% at 8\*\*", FLAT)
+    assert coverage and min(map(float, coverage.groups())) >= 93.0
+    tokens_ = re.search(r"\*\*([\d.]+)% at 4 tasks and ([\d.]+)% at 8 with log-sd 0.5; ([\d.]+)% and ([\d.]+)% with log-sd 1.0\*\*", FLAT)
+    assert tokens_ and min(map(float, tokens_.groups())) >= 90.0
+    null = re.search(r"claims a difference in \*\*([\d.]+)%\*\* of histories on either metric.*?in \*\*([\d.]+)%\*\* \(goal", FLAT)
+    assert null and max(map(float, null.groups())) <= 5.0
+    power = re.search(r"trials per cell in \*\*([\d.]+)%\*\* of histories \(goal ≥ 70%\)", FLAT)
+    assert power and float(power.group(1)) >= 70.0
+    mde = re.search(r"success claimed in \*\*([\d.]+)%\*\*, tokens in \*\*([\d.]+)%\*\*", FLAT)
+    assert mde and all(60.0 <= float(v) <= 95.0 for v in mde.groups())
