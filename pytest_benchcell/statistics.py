@@ -431,23 +431,37 @@ def sign_e_process(differences: Iterable[float]) -> SignEvidence:
 def _claim_region(nonzero: int, threshold: float) -> tuple[int, int]:
     """(k_low, k_high): sign_e_value(k, m) >= threshold exactly when k <= k_low or k >= k_high.
 
-    The e-value falls from k = 0 to k = m/2 and rises symmetrically after it, so the region is two tails.
+    The e-value falls from k = 0 to k = m/2 and rises symmetrically after it, so the region is two
+    tails; k_high is found by bisection over [ceil(m/2), m + 1] (m + 1: no k reaches the threshold).
     """
-    k_high = nonzero + 1
-    while k_high - 1 >= 0 and sign_e_value(k_high - 1, nonzero) >= threshold and 2 * (k_high - 1) >= nonzero:
-        k_high -= 1
-    return nonzero - k_high, k_high
+    low, high = (nonzero + 1) // 2, nonzero + 1
+    while low < high:
+        middle = (low + high) // 2
+        if sign_e_value(middle, nonzero) >= threshold:
+            high = middle
+        else:
+            low = middle + 1
+    return nonzero - high, high
+
+
+# Above this many pairs the binomial tails of sign_claim_power use the normal approximation.
+EXACT_POWER_MAX_PAIRS = 2000
 
 
 def sign_claim_power(nonzero: int, theta: float, threshold: float) -> float:
     """P(sign_e_value(k, m) >= threshold) for k ~ Binomial(m, theta): the chance a claim is made by m pairs.
 
     Counts the end of the sequence only, so it slightly understates a claim rule that also counts
-    earlier peaks (see benchmarks/calibration.py for the claim rates that result).
+    earlier peaks (see benchmarks/calibration.py for the claim rates that result). Exact binomial sums
+    up to EXACT_POWER_MAX_PAIRS pairs, the normal approximation with continuity correction above.
     """
     if nonzero <= 0:
         return 0.0
     k_low, k_high = _claim_region(nonzero, threshold)
+    if nonzero > EXACT_POWER_MAX_PAIRS:
+        spread = math.sqrt(max(nonzero * theta * (1.0 - theta), 1e-12))
+        normal = NormalDist(nonzero * theta, spread)
+        return min(1.0, normal.cdf(k_low + 0.5) + 1.0 - normal.cdf(k_high - 0.5))
     log_theta, log_rest = math.log(max(theta, 1e-300)), math.log(max(1.0 - theta, 1e-300))
     log_m = math.lgamma(nonzero + 1.0)
     total = 0.0
@@ -499,6 +513,9 @@ def success_mde(
     return smallest_detectable(power_at, upper=1.0, power=power)
 
 
+RESIDUALS_PER_TASK = 40
+
+
 def shift_mde(
     residuals_by_task: Sequence[Sequence[float]],
     pairs_per_task: Sequence[int],
@@ -510,10 +527,16 @@ def shift_mde(
 
     A pair's difference is delta + e_1 - e_2 with e_1, e_2 drawn from the task's residuals (each trial
     minus its cell's mean, both arms pooled); theta(delta) is the share of residual pairs (i != j) with
-    r_i - r_j + delta > 0, weighted by the task's pairs. None when no task has two residuals.
+    r_i - r_j + delta > 0, weighted by the task's pairs. A deep cell's residuals are thinned to
+    RESIDUALS_PER_TASK evenly spaced order statistics first (the same distribution, a bounded cost).
+    None when no task has two residuals.
     """
     spreads: list[tuple[list[float], int]] = []
     for residuals, pairs in zip(residuals_by_task, pairs_per_task):
+        if len(residuals) > RESIDUALS_PER_TASK:
+            ordered = sorted(residuals)
+            step = (len(ordered) - 1) / (RESIDUALS_PER_TASK - 1)
+            residuals = [ordered[round(i * step)] for i in range(RESIDUALS_PER_TASK)]
         if len(residuals) >= 2 and pairs:
             spreads.append((sorted(r_i - r_j for i, r_i in enumerate(residuals) for j, r_j in enumerate(residuals) if i != j), pairs))
     if not spreads:
