@@ -240,6 +240,8 @@ def _comparison_blocks(report: Report) -> list[Block]:
 
 
 def _e_text(value: float) -> str:
+    if value >= 1e6:
+        return f"{value:.1e}".replace("e+0", "e+")  # 1.9e+9: the digits beyond would be noise
     return f"{value:,.0f}" if value >= 100 else f"{value:.2g}" if value < 10 else f"{value:.1f}"
 
 
