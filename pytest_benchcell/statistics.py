@@ -222,6 +222,17 @@ def t_interval(values: Sequence[float], *, confidence: float = DEFAULT_CONFIDENC
     return (centre - half, centre + half)
 
 
+@functools.lru_cache(maxsize=256)
+def _pivot_draws(seed: int, df: int, draws: int) -> tuple[tuple[float, float], ...]:
+    """(Z, (n-1) / U^2) pairs for lognormal_mean_interval: Z ~ N(0, 1), U^2 = 2 Gamma(df / 2) ~ chi^2_df.
+
+    They depend on the seed and the task count only, so the figures of one arm over one set of tasks
+    (seeded alike) share them, and the draws are paid for once.
+    """
+    rng = random.Random(seed)
+    return tuple((rng.gauss(0.0, 1.0), df / (2.0 * rng.gammavariate(df / 2.0, 1.0))) for _ in range(draws))
+
+
 def lognormal_mean_interval(
     values: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE, draws: int = DEFAULT_RESAMPLES, seed: int
 ) -> tuple[float, float]:
@@ -234,7 +245,8 @@ def lognormal_mean_interval(
 
         G = ybar - Z * sqrt(s^2 (n-1) / U^2) / sqrt(n) + s^2 (n-1) / (2 U^2),
 
-    and take exp of the a/2 and 1 - a/2 type-7 quantiles of `draws` seeded draws of G. Needs values > 0
+    and take exp of the a/2 and 1 - a/2 type-7 quantiles of `draws` seeded draws of G (the same seed and
+    task count give the same draws of Z and U^2, whatever the values). Needs values > 0
     (the caller falls back to t_interval otherwise) and at least two of them.
     """
     _check_confidence(confidence)
@@ -245,12 +257,10 @@ def lognormal_mean_interval(
     centre, variance = mean(logs), sample_sd(logs) ** 2
     if variance == 0.0:
         return (float(values[0]), float(values[0]))
-    rng = random.Random(seed)
-    df = n - 1
-    pivots = []
-    for _ in range(draws):
-        scaled = variance * df / (2.0 * rng.gammavariate(df / 2.0, 1.0))  # s^2 (n-1) / U^2, U^2 = 2 Gamma(df/2)
-        pivots.append(centre - rng.gauss(0.0, 1.0) * math.sqrt(scaled / n) + scaled / 2.0)
+    root_n = math.sqrt(n)
+    pivots = [
+        centre - z * math.sqrt(variance * w) / root_n + variance * w / 2.0 for z, w in _pivot_draws(seed, n - 1, draws)
+    ]
     pivots.sort()
     alpha = 1.0 - confidence
     return (math.exp(quantile(pivots, alpha / 2)), math.exp(min(quantile(pivots, 1.0 - alpha / 2), 700.0)))
@@ -412,19 +422,23 @@ def sign_e_process(differences: Iterable[float]) -> SignEvidence:
     same level (and the same for negative).
     """
     pairs = nonzero = positives = 0
-    max_up = max_down = 1.0
-    value = 1.0
+    log_up = log_down = log_value = 0.0
+    log2 = math.log(2.0)
     for difference in differences:
         pairs += 1
         if difference == 0:
             continue
+        # e(k, m) from e at the previous pair: one more positive multiplies it by 2 (k + 1) / (m + 2),
+        # one more negative by 2 (m + 1 - k) / (m + 2) (from C(m + 1, k + 1) = C(m, k) (m + 1) / (k + 1)).
+        agreeing = positives + 1 if difference > 0 else nonzero + 1 - positives
+        log_value += log2 + math.log(agreeing) - math.log(nonzero + 2)
         nonzero += 1
         positives += difference > 0
-        value = sign_e_value(positives, nonzero)
         if 2 * positives > nonzero:
-            max_up = max(max_up, value)
+            log_up = max(log_up, log_value)
         elif 2 * positives < nonzero:
-            max_down = max(max_down, value)
+            log_down = max(log_down, log_value)
+    value, max_up, max_down = (math.exp(min(v, 700.0)) for v in (log_value, log_up, log_down))
     return SignEvidence(pairs, nonzero, positives, value, max_up, max_down)
 
 
@@ -514,7 +528,7 @@ def success_mde(
     return smallest_detectable(power_at, upper=1.0, power=power)
 
 
-RESIDUALS_PER_TASK = 40
+RESIDUALS_PER_TASK = 30
 
 
 def shift_mde(

@@ -225,8 +225,9 @@ def test_lognormal_interval_matches_its_pivot_in_closed_form() -> None:
     rng = _random.Random(5)
     pivots = []
     for _ in range(2000):
-        scaled = 1.0 * 2 / (2.0 * rng.gammavariate(1.0, 1.0))
-        pivots.append(1.0 - rng.gauss(0.0, 1.0) * math.sqrt(scaled / 3) + scaled / 2.0)
+        z = rng.gauss(0.0, 1.0)
+        scaled = 1.0 * 2 / (2.0 * rng.gammavariate(1.0, 1.0))  # s^2 (n-1) / U^2 with U^2 = 2 Gamma(1)
+        pivots.append(1.0 - z * math.sqrt(scaled / 3) + scaled / 2.0)
     pivots.sort()
     expected = (math.exp(st.quantile(pivots, 0.025)), math.exp(st.quantile(pivots, 0.975)))
     assert st.lognormal_mean_interval(values, seed=5) == pytest.approx(expected)

@@ -88,6 +88,7 @@ class _Context:
     cells: dict[tuple[str, str], CellSummary]  # (arm, task) -> summary, every arm x catalogue task
     z: float
     trials: dict[tuple[str, str], list[Trial]]  # (arm, task) -> scored trials of the reported group, oldest first
+    paired: dict[tuple[str, str, tuple[str, ...]], list[tuple[Trial, Trial]]] = dataclasses.field(default_factory=dict)
 
     def seed(self, *labels: str) -> int:
         return stats.derive_seed(self.settings.seed, *labels)
@@ -241,7 +242,8 @@ def _arm_figures(
             figures[name] = Figure(None, None, None, None, 0, 0, NO_INTERVAL)
             continue
         means = [f.mean for f in chosen if f.mean is not None]
-        low, high, method = _interval_over_tasks(context, means, context.seed(*labels, arm, name))
+        # One seed per arm and table: its figures share the Monte-Carlo draws (statistics._pivot_draws).
+        low, high, method = _interval_over_tasks(context, means, context.seed(*labels, arm))
         medians = [f.median for f in chosen if f.median is not None]
         figures[name] = Figure(
             mean=stats.mean(means),
@@ -458,8 +460,11 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     )  # fmt: skip
     tasks = over_tasks.tasks
     trials = {(arm, t): context.trials.get((arm, t), []) for arm in (a, b) for t in tasks}
-    differences = _paired_in_time_order(spec, trials, a, b, tasks, context.settings.floor)
-    within = stats.sign_e_process(differences)
+    key = (a, b, tasks)
+    if key not in context.paired:  # the same order serves both metrics
+        context.paired[key] = _paired_in_time_order(trials, a, b, tasks, context.settings.floor)
+    value = spec.trial_value
+    within = stats.sign_e_process(value(trial_a) - value(trial_b) for trial_a, trial_b in context.paired[key])
     pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
     if spec.key == "success":
         base = [(per_a[t][0] + per_b[t][0]) / 2.0 for t in tasks]
@@ -478,10 +483,9 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
 
 
 def _paired_in_time_order(
-    spec: _MetricSpec, trials: Mapping[tuple[str, str], Sequence[Trial]], a: str, b: str,
-    tasks: Sequence[str], floor: int,
-) -> list[float]:  # fmt: skip
-    """The differences a - b of paired trials, in the order the report could first have seen each pair.
+    trials: Mapping[tuple[str, str], Sequence[Trial]], a: str, b: str, tasks: Sequence[str], floor: int
+) -> list[tuple[Trial, Trial]]:
+    """The paired trials (a, b), in the order the report could first have seen each pair.
 
     Within a task the k-th trial of a (by start time) pairs with the k-th of b. A pair counts from the
     later of its two start times, but never before its task had both arms at the floor (the moment
@@ -494,9 +498,9 @@ def _paired_in_time_order(
         joined = max(cell_a[floor - 1][0], cell_b[floor - 1][0])
         for k, (trial_a, trial_b) in enumerate(zip(cell_a, cell_b)):
             completed = max(trial_a[0], trial_b[0])
-            keyed.append(((max(joined, completed), completed, task, k), spec.trial_value(trial_a) - spec.trial_value(trial_b)))
-    keyed.sort(key=lambda item: item[0])
-    return [difference for _, difference in keyed]
+            keyed.append((max(joined, completed), completed, task, k, trial_a, trial_b))
+    keyed.sort(key=lambda item: item[:4])
+    return [(item[4], item[5]) for item in keyed]
 
 
 def _pair(evidence: _Evidence, within_p: float, over_p: float | None, alpha: float, claim_e: float) -> PairComparison:
