@@ -11,11 +11,15 @@ How the figures are made (the README repeats this):
 * The headline and the per-tier, per-component and pass^k tables use only the tasks where every
   reported arm has at least ``floor`` scored trials, and say which. Pairwise comparisons use the tasks
   where both arms of the pair meet the floor.
-* Intervals: task-clustered percentile bootstrap (resampling tasks), seeded per figure from
-  ``settings.seed`` so the same store always gives byte-identical output. Success per cell: Wilson.
-* A comparison claims a difference only when its interval excludes zero *and* its sign-flip p-value
-  (Holm-adjusted across the pairs when there are more than two arms) is below 1 - confidence;
-  otherwise it says "not distinguishable at this sample size" and gives the minimum detectable effect.
+* Per-arm intervals are about tasks like these and need MIN_TASKS tasks: success is the t interval over
+  task rates widened to the pooled Wilson interval; positive figures (tokens, turns, times, cost) the
+  lognormal generalized interval over task means, seeded per arm and table from ``settings.seed`` so
+  the same store always gives byte-identical output. Success per cell: Wilson.
+* A comparison is claimed for these tasks when the sign e-process over paired trials (in the order
+  the report could first see them) reaches the family's Holm level and the mean difference points
+  the same way; such a claim also generalizes to tasks like these when the sign-flip test over
+  per-task differences (Holm-adjusted) and their t interval exclude zero. Otherwise the verdict says
+  "not distinguishable at this sample size" with the minimum detectable effect of the claim rule.
 * Provenance: within a cell, samples of different fingerprints (model, arm/task definition, skill
   text, tool version) are never pooled. Both policies compute every figure from each cell's newest
   fingerprint (the one most recently seen); ``newest`` states how many older samples were left out,
@@ -294,7 +298,7 @@ def _coverage_count(context: _Context, arm: str, tasks: Iterable[str]) -> Covera
 
 
 def _headline(context: _Context, tasks: list[str]) -> tuple[Headline, list[ComponentRow]]:
-    """The headline rows and the per-component rows: both over the headline tasks, one bootstrap per arm."""
+    """The headline rows and the per-component rows: both over the headline tasks, one set of draws per arm."""
     scored = context.scored_tasks()
     floor = context.settings.floor
     if not context.arms:
