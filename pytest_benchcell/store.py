@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +34,22 @@ from typing import Any
 import filelock
 import tomli_w
 
-from .sample import MODEL_KINDS, STATUS_SCORED, STATUSES
+from .sample import (
+    MODEL_KINDS,
+    STATUS_RESCORE,
+    STATUS_SCORED,
+    STATUSES,
+    TOKEN_COMPONENTS,
+    Definition,
+    conditions_of,
+    scoring_of,
+)
 
 SAMPLES_SUFFIX = ".jsonl"
 RESERVATIONS_SUFFIX = ".trials"
-INDEX_SUFFIX = ".index"  # a rebuildable cache of (status, fingerprint, end offset) per sample
+# A cache of one checked row per sample (see _Reader). Plugins before schema 2 kept `.index` files;
+# they are left where they are and never read.
+INDEX_SUFFIX = ".idx"
 DEFINITIONS_DIR = "definitions"
 LOCK_NAME = ".lock"
 LOCK_TIMEOUT_S = 60.0
@@ -60,13 +73,19 @@ class Cell:
         return f"{self.arm} x {self.task}"
 
 
+UNREADABLE = "unreadable"
+DUPLICATE = "duplicate"
+
+
 @dataclass(frozen=True)
 class Problem:
-    """A line of the store that could not be read as a sample."""
+    """A line of the store that could not be read as a sample, or repeats a sample id (kind)."""
 
     path: Path
     line: int
     message: str
+    kind: str = UNREADABLE
+    sample_id: str = ""  # for a duplicate: the repeated id
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -92,25 +111,39 @@ def _read_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
                 yield number, stripped, terminated
 
 
-def _decode_lines(
-    path: Path, lines: Iterable[tuple[int, bytes, bool]], problems: list[Problem]
-) -> Iterator[dict[str, Any]]:
-    """Decode (line number, raw line, terminated) triples into samples, reporting the rest."""
-    for number, raw, terminated in lines:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
-            problems.append(Problem(path, number, f"{why}; {len(raw)} bytes kept as they are"))
-            continue
-        if not isinstance(value, dict):
-            problems.append(Problem(path, number, "line is JSON but not an object"))
-            continue
-        yield value
+def _decode(path: Path, number: int, raw: bytes, terminated: bool, problems: list[Problem]) -> dict[str, Any] | None:
+    """One stripped line as a sample, or None with the reason added to problems."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
+        problems.append(Problem(path, number, f"{why}; {len(raw)} bytes kept as they are"))
+        return None
+    if not isinstance(value, dict):
+        problems.append(Problem(path, number, "line is JSON but not an object"))
+        return None
+    return value
 
 
-def _parse_jsonl(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
-    return _decode_lines(path, _read_lines(path), problems)
+def _parse_jsonl(path: Path, problems: list[Problem], seen: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every sample of a samples file, parsed line by line; a sample id already in `seen` is
+    reported as a duplicate and skipped (pass a dict to share it across files or stores)."""
+    seen = {} if seen is None else seen
+    for number, raw, terminated in _read_lines(path):
+        sample = _decode(path, number, raw, terminated, problems)
+        if sample is None:
+            continue
+        sample_id = sample.get("id")
+        if isinstance(sample_id, str) and sample_id:
+            first = seen.get(sample_id)
+            if first is not None:
+                problems.append(
+                    Problem(path, number, f"duplicate of sample {sample_id} first read at {first}; counted once",
+                            kind=DUPLICATE, sample_id=sample_id)
+                )  # fmt: skip
+                continue
+            seen[sample_id] = f"{path}:{number}"
+        yield sample
 
 
 RESERVATION_TAIL_BYTES = 64 * 1024
@@ -133,7 +166,11 @@ def _last_reserved(path: Path) -> int:
     return 0
 
 
-def _append_bytes(path: Path, payload: bytes) -> int:
+def _cause(exc: OSError) -> str:
+    return f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc.strerror or exc)
+
+
+def _append_bytes(path: Path, payload: bytes, *, sync: bool = True) -> int:
     """Append payload with one O_APPEND write, terminating a torn fragment first, then fsync.
 
     Returns the file's size after the write."""
@@ -149,11 +186,12 @@ def _append_bytes(path: Path, payload: bytes) -> int:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
         end = os.fstat(fd).st_size
     finally:
         os.close(fd)
-    if created:
+    if created and sync:
         _fsync_directory(path.parent)
     return end
 
@@ -172,31 +210,53 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-_INDEX_FIELDS = (
-    "status", "fingerprint", "end", "start", "id", "outcome", "fresh_input", "cache_write", "cache_read",
-    "output", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "rescore_of",
+# -- the index: a cache that only accelerates ----------------------------------------------------
+# One tab-separated row per appended sample, beside the samples file. A row names the byte range of
+# its sample line and the line's CRC-32, and ends with a CRC-32 of the row itself; a row is used
+# only when all of that checks out against the samples file, otherwise exactly the bytes no valid
+# row covers are parsed from the samples file. Rows and parsed samples are encoded the same way
+# (_row_of), so an answer never depends on whether the index was there.
+_ROW_TAG = "b2"
+_ROW_FIELDS = (
+    "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "tokens", "turns",
+    "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "rescore_of", "trial", "sitting",
 )  # fmt: skip
+(_F_TAG, _F_ID, _F_START, _F_END, _F_CRC, _F_STATUS, _F_CONDITIONS, _F_SCORING, _F_OUTCOME, _F_TOKENS, _F_TURNS,
+ _F_DURATION, _F_COST, _F_MODEL, _F_TIER, _F_BONUS, _F_STARTED, _F_RESCORE_OF, _F_TRIAL, _F_SITTING) = range(
+    len(_ROW_FIELDS))  # fmt: skip
 
 
 def _clean(value: Any) -> str:
-    return "" if value is None else str(value).replace("\t", " ").replace("\n", " ")
+    return "" if value is None else str(value).replace("\t", " ").replace("\n", " ").replace("\r", " ")
 
 
-def _index_entry(sample: Mapping[str, Any], start: int, end: int) -> bytes:
-    """One index line: what counting and reports need of a sample, tab-separated."""
+def _tokens_text(sample: Mapping[str, Any]) -> str:
+    """'a,b,c,d' for the four token components, '' when the usage is unknown (null or absent)."""
     usage = sample.get("usage")
     total = usage.get("total") if isinstance(usage, dict) else None
-    total = total if isinstance(total, dict) else {}
-    fields = {
-        **{name: sample.get(name) for name in _INDEX_FIELDS},
-        **{name: total.get(name, 0) for name in ("fresh_input", "cache_write", "cache_read", "output")},
-        "fingerprint": _fingerprint_of(sample),
-        "start": start,
-        "end": end,
-        "bonus": "1" if sample.get("bonus") is True else "",
-        "started_at": sample.get("started_at") or sample.get("ended_at"),  # when the sample was seen
-    }
-    return ("\t".join(_clean(fields[name]) for name in _INDEX_FIELDS) + "\n").encode()
+    if not isinstance(total, dict):
+        return ""
+    values = []
+    for name in TOKEN_COMPONENTS:
+        value = total.get(name, 0)
+        values.append(str(value if isinstance(value, int) and not isinstance(value, bool) else 0))
+    return ",".join(values)
+
+
+def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
+    """One index row (without its own checksum): what counting and reports need of a sample."""
+    fields = (
+        _ROW_TAG, sample.get("id"), start, end, f"{crc:08x}", sample.get("status"), conditions_of(sample),
+        scoring_of(sample), sample.get("outcome"), _tokens_text(sample), sample.get("turns"),
+        sample.get("duration_ms"), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
+        "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
+        sample.get("rescore_of"), sample.get("trial"), sample.get("sitting"),
+    )  # fmt: skip
+    return "\t".join(_clean(value) for value in fields)
+
+
+def _index_line(row: str) -> bytes:
+    return f"{row}\t{zlib.crc32(row.encode()):08x}\n".encode()
 
 
 def _number(text: str, kind: type) -> Any:
@@ -208,51 +268,163 @@ def _number(text: str, kind: type) -> Any:
         return None
 
 
-def _summary_from_index(row: list[str], cell: Cell) -> dict[str, Any]:
-    """A sample reduced to the fields a report reads, rebuilt from its index line."""
-    value = dict(zip(_INDEX_FIELDS, row))
-    tokens = {name: _number(value[name], int) or 0 for name in ("fresh_input", "cache_write", "cache_read", "output")}
+def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -> dict[str, Any]:
+    """A sample reduced to the fields a report reads, from its index row."""
+    tokens_text = fields[_F_TOKENS]
+    total = dict(zip(TOKEN_COMPONENTS, map(int, tokens_text.split(",")))) if tokens_text else None
     summary: dict[str, Any] = {
-        "id": value["id"],
+        "id": fields[_F_ID],
         "arm": cell.arm,
         "task": cell.task,
         "model_kind": cell.model_kind,
-        "status": value["status"],
-        "outcome": value["outcome"] or None,
-        "usage": {"total": tokens},
-        "turns": _number(value["turns"], int),
-        "duration_ms": _number(value["duration_ms"], int),
-        "cost_usd": _number(value["cost_usd"], float),
-        "model": value["model"] or None,
-        "tier": value["tier"] or None,
-        "bonus": value["bonus"] == "1",
-        "started_at": value["started_at"] or None,
-        "provenance": {"fingerprint": value["fingerprint"]},
+        "trial": _number(fields[_F_TRIAL], int),
+        "sitting": fields[_F_SITTING] or None,
+        "status": fields[_F_STATUS],
+        "outcome": fields[_F_OUTCOME] or None,
+        "usage": {"total": total},
+        "turns": _number(fields[_F_TURNS], int),
+        "duration_ms": _number(fields[_F_DURATION], int),
+        "cost_usd": _number(fields[_F_COST], float),
+        "model": fields[_F_MODEL] or None,
+        "tier": fields[_F_TIER] or None,
+        "bonus": fields[_F_BONUS] == "1",
+        "started_at": fields[_F_STARTED] or None,
+        "provenance": {
+            "fingerprint": pool_key if pool_key is not None else fields[_F_CONDITIONS],
+            "conditions": fields[_F_CONDITIONS],
+            "scoring": fields[_F_SCORING],
+        },
     }
-    if value["rescore_of"]:
-        summary["rescore_of"] = value["rescore_of"]
+    if fields[_F_RESCORE_OF]:
+        summary["rescore_of"] = fields[_F_RESCORE_OF]
     return summary
 
 
-def _parse_chunk(path: Path, chunk: bytes, first_line: int, problems: list[Problem], *, final: bool) -> Iterator[dict[str, Any]]:
-    """Parse a piece of a samples file that the index does not describe."""
-    lines = chunk.split(b"\n")
-    numbered = (
-        (first_line + offset + 1, raw.strip(), offset < len(lines) - 1 or not final)
-        for offset, raw in enumerate(lines)
-        if raw.strip()
-    )
-    return _decode_lines(path, numbered, problems)
+@dataclass
+class CellCount:
+    """A cell's samples as the floor and fill see them (Store.count_current)."""
+
+    current: int = 0  # scored samples of the current conditions and (for checker verdicts) scoring
+    stale_scoring: int = 0  # scored under the current conditions, but judged by an older scoring: rescore them
+    other_conditions: int = 0  # scored samples of other conditions (never pooled)
+    duplicates: list[str] = field(default_factory=list)  # sample ids seen more than once (counted once)
+    problems: list[Problem] = field(default_factory=list)
 
 
-def _fingerprint_of(sample: Mapping[str, Any]) -> str:
-    provenance = sample.get("provenance")
-    value = provenance.get("fingerprint") if isinstance(provenance, dict) else None
-    return str(value or "").replace("\t", " ")
+STALE_PREFIX = "stale-scoring:"  # a report pool key for samples judged by an older scoring definition
 
 
-def _counts(status: Any, sample_fingerprint: str, wanted: str | None) -> bool:
-    return status == STATUS_SCORED and (wanted is None or sample_fingerprint == wanted)
+def _effective(rows: Sequence[str]) -> Iterator[list[str]]:
+    """The trial rows of a cell with the latest rescore of each applied (outcome and scoring)."""
+    latest: dict[str, tuple[str, str]] = {}
+    for row in rows:
+        if "\trescore\t" in row:  # cheap pre-check; rescore rows are rare
+            fields = row.split("\t")
+            if fields[_F_STATUS] == STATUS_RESCORE:
+                latest[fields[_F_RESCORE_OF]] = (fields[_F_OUTCOME], fields[_F_SCORING])
+    for row in rows:
+        fields = row.split("\t")
+        if fields[_F_STATUS] == STATUS_RESCORE:
+            continue
+        override = latest.get(fields[_F_ID])
+        if override is not None:
+            fields[_F_OUTCOME], fields[_F_SCORING] = override
+        yield fields
+
+
+class _Reader:
+    """Reads one cell of one store through its index: every row is checked against the bytes it
+    names, and whatever no valid row covers is parsed from the samples file itself."""
+
+    def __init__(self, samples: Path, index: Path, problems: list[Problem], seen: dict[str, str]) -> None:
+        self.samples_path = samples
+        self.index_path = index
+        self.problems = problems
+        self.seen = seen  # sample id -> where first seen ("path:line"), shared across stores
+        self.parsed = 0  # samples parsed because no valid index row described them
+
+    def rows(self) -> list[str]:
+        """The cell's samples as index rows, in file order, each sample id once."""
+        try:
+            with self.samples_path.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size == 0:
+                    return []
+                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    return self._rows(data, size)
+        except FileNotFoundError:
+            return []
+
+    def _index_rows(self, size: int) -> list[tuple[int, int, int, str]]:
+        try:
+            raw = self.index_path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            return []
+        found = []
+        for line in raw.decode("utf-8", "replace").split("\n"):
+            row, _, check = line.rpartition("\t")
+            if not row.startswith(_ROW_TAG + "\t") or len(check) != 8:
+                continue
+            if f"{zlib.crc32(row.encode()):08x}" != check:
+                continue  # a torn, glued or edited row
+            parts = row.split("\t", 5)
+            if len(parts) < 6 or not parts[2].isdigit() or not parts[3].isdigit():
+                continue
+            start, end = int(parts[2]), int(parts[3])
+            if 0 <= start < end <= size:
+                found.append((start, end, int(parts[4], 16), row))
+        found.sort(key=lambda item: item[0])
+        return found
+
+    def _rows(self, data: mmap.mmap, size: int) -> list[str]:
+        view = memoryview(data)
+        try:
+            rows: list[str] = []
+            position, line = 0, 1  # byte offset and line number of the first byte not yet accounted for
+            for start, end, crc, row in self._index_rows(size):
+                if start < position or data[end - 1] != 10 or (start and data[start - 1] != 10):
+                    continue  # overlaps a range already read, or is not a whole line of this file
+                if zlib.crc32(view[start:end]) != crc:
+                    continue  # the bytes there are not the line the row describes
+                if start > position:
+                    line = self._parse(data, position, start, line, rows)
+                self._keep(row, line, rows)
+                position, line = end, line + 1
+            if position < size:
+                self._parse(data, position, size, line, rows)
+            return rows
+        finally:
+            view.release()
+
+    def _keep(self, row: str, line: int, rows: list[str]) -> None:
+        sample_id = row.split("\t", 2)[_F_ID]
+        first = self.seen.get(sample_id)
+        where = f"{self.samples_path}:{line}"
+        if first is not None:
+            self.problems.append(
+                Problem(self.samples_path, line, f"duplicate of sample {sample_id} first read at {first}; counted once",
+                        kind=DUPLICATE, sample_id=sample_id)
+            )  # fmt: skip
+            return
+        if sample_id:
+            self.seen[sample_id] = where
+        rows.append(row)
+
+    def _parse(self, data: mmap.mmap, begin: int, stop: int, line: int, rows: list[str]) -> int:
+        """Parse the whole lines in data[begin:stop] (begin is a line start); returns the next line number."""
+        position = begin
+        while position < stop:
+            newline = data.find(b"\n", position, stop)
+            end = stop if newline == -1 else newline + 1
+            raw = data[position:end]
+            stripped = raw.strip()
+            if stripped:
+                sample = _decode(self.samples_path, line, stripped, raw.endswith(b"\n"), self.problems)
+                if sample is not None:
+                    self.parsed += 1
+                    self._keep(_row_of(sample, position, end, zlib.crc32(raw)), line, rows)
+            position, line = end, line + 1
+        return line
 
 
 def validate_sample(sample: Mapping[str, Any]) -> None:
@@ -314,102 +486,27 @@ class Store:
                 highest = max(highest, trial)
         return highest
 
-    def count_scored(self, cell: Cell, fingerprint: str | None = None) -> int:
-        """How many scored samples the cell holds (floor and fill decisions), optionally only those
-        of one fingerprint: samples of an older definition are not pooled by the report either.
+    def cell_rows(self, cell: Cell, problems: list[Problem], seen: dict[str, str] | None = None) -> list[str]:
+        """The cell's samples as checked index rows in file order, each sample id once (the one
+        reader behind counting, fill, summaries and reports; see _Reader)."""
+        reader = _Reader(self.samples_path(cell), self.index_path(cell), problems, {} if seen is None else seen)
+        return reader.rows()
 
-        Reads the cell's small index (one short line per sample: status, fingerprint, and where
-        the samples file ended after that append) and parses only the samples written after the
-        last indexed one, so counting stays cheap however deep the cell grows. The index is a
-        cache, never the record: when it is missing or does not match the samples file, the
-        samples themselves are counted.
-        """
-        counted, indexed_end = self._count_from_index(cell, fingerprint)
-        path = self.samples_path(cell)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return 0
-        if indexed_end > size:  # the index describes another file: trust only the samples
-            counted, indexed_end = 0, 0
-        if indexed_end == size:
-            return counted
-        with path.open("rb") as handle:
-            handle.seek(indexed_end)
-            tail = handle.read()
-        for raw in tail.splitlines():
-            try:
-                sample = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(sample, dict) and _counts(sample.get("status"), _fingerprint_of(sample), fingerprint):
-                counted += 1
-        return counted
+    def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
+        """How the cell's scored samples stand against the current definition (floor and fill):
+        rescores applied, duplicates counted once. Without a definition every scored sample counts."""
+        return count_rows(self.cell_rows(cell, problems := []), definition, problems)
 
-    def _count_from_index(self, cell: Cell, fingerprint: str | None) -> tuple[int, int]:
-        counted, end = 0, 0
-        try:
-            data = self.index_path(cell).read_bytes()
-        except FileNotFoundError:
-            return 0, 0
-        for line in data.decode("utf-8", "replace").splitlines():
-            parts = line.split("\t")
-            if len(parts) < 3 or not parts[2].isdigit():
-                return 0, 0  # a damaged index: count from the samples instead
-            status, sample_fingerprint, line_end = parts[:3]
-            if int(line_end) < end:
-                return 0, 0
-            end = int(line_end)
-            counted += _counts(status, sample_fingerprint, fingerprint)
-        return counted, end
+    def count_scored(self, cell: Cell, definition: Definition | None = None) -> int:
+        return self.count_current(cell, definition).current
 
-    def iter_summaries(self, problems: list[Problem], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
-        """Like iter_samples, but each sample reduced to the fields reports need, read from the
-        per-cell index where it is complete and consistent (no JSON parse of transcripts), and
-        from the samples file itself everywhere else: before the index begins, in any gap the
-        index does not cover (a torn fragment is reported there as it would be by iter_samples),
-        and after the last indexed sample."""
-        for cell in self.cells() if cells is None else cells:
-            rows = self._index_rows(cell)
-            if rows is None:
-                yield from _parse_jsonl(self.samples_path(cell), problems)
-                continue
-            yield from self._summaries_of(cell, rows, problems)
-
-    def _index_rows(self, cell: Cell) -> list[list[str]] | None:
-        try:
-            data = self.index_path(cell).read_bytes()
-        except FileNotFoundError:
-            return None
-        rows = [line.split("\t") for line in data.decode("utf-8", "replace").splitlines()]
-        if not rows or any(len(row) != len(_INDEX_FIELDS) for row in rows):
-            return None
-        return rows
-
-    def _summaries_of(self, cell: Cell, rows: list[list[str]], problems: list[Problem]) -> Iterator[dict[str, Any]]:
-        path = self.samples_path(cell)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return
-        position, line_number = 0, 0
-        with path.open("rb") as handle:
-            for row in rows:
-                start, end = int(row[3]), int(row[2])
-                if start < position or end > size:  # the index describes another file
-                    handle.seek(0)
-                    yield from _parse_jsonl(path, problems)
-                    return
-                if start > position:
-                    handle.seek(position)
-                    gap = handle.read(start - position)
-                    yield from _parse_chunk(path, gap, line_number, problems, final=False)
-                    line_number += gap.count(b"\n")
-                yield _summary_from_index(row, cell)
-                position, line_number = end, line_number + 1
-            if position < size:
-                handle.seek(position)
-                yield from _parse_chunk(path, handle.read(), line_number, problems, final=True)
+    def iter_summaries(
+        self, problems: list[Problem], *, cells: Sequence[Cell] | None = None,
+        definitions: Mapping[tuple[str, str], Definition] | None = None,
+    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+        """Every trial sample of the given cells reduced to the fields reports need, with the latest
+        rescore applied; see read_summaries."""
+        return read_summaries([self], problems, cells=cells, definitions=definitions)
 
     def preview_trials(self, cell: Cell, count: int) -> list[int]:
         """The numbers a reservation would get now, without writing anything (--collect-only)."""
@@ -430,19 +527,36 @@ class Store:
 
     # -- samples -----------------------------------------------------------------------------
     def append(self, sample: Mapping[str, Any]) -> Path:
-        """Append one complete sample to its cell file, under the lock, flushed and fsynced."""
+        """Append one complete sample to its cell file, under the lock, flushed and fsynced.
+
+        Raises StoreError naming the store and the cause when the sample cannot be written (disk
+        full, folder gone or read-only); a partly written line is then a torn line, which reading
+        reports and the next append terminates."""
         validate_sample(sample)
         cell = Cell(sample["model_kind"], sample["arm"], sample["task"])
-        path = self.samples_path(cell)
         line = _json_line(sample)  # serialized before taking the lock: the lock guards the disk only
-        with self._locked():
-            end = _append_bytes(path, line)
-            # The index is a cache (see count_scored): written without fsync, checked on reading.
-            with self.index_path(cell).open("ab") as index:
-                index.write(_index_entry(sample, end - len(line), end))
-        return path
+        self._append_lines(cell, [(sample, line)])
+        return self.samples_path(cell)
+
+    def _append_lines(self, cell: Cell, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
+        payload = b"".join(line for _, line in lines)
+        path = self.samples_path(cell)
+        with self._locked(create=False):
+            try:
+                end = _append_bytes(path, payload)
+            except OSError as exc:
+                raise StoreError(f"could not write to the store {self.root}: {_cause(exc)}") from exc
+            rows, position = [], end - len(payload)
+            for sample, line in lines:
+                rows.append(_index_line(_row_of(sample, position, position + len(line), zlib.crc32(line))))
+                position += len(line)
+            try:  # the index is a cache (see _Reader): written without fsync, checked on reading
+                _append_bytes(self.index_path(cell), b"".join(rows), sync=False)
+            except OSError:
+                pass  # the samples are recorded; reading parses what the index lacks
 
     def read_cell(self, cell: Cell) -> CellContents:
+        """Every sample of the cell, fully parsed (a sample id seen before is a duplicate problem)."""
         contents = CellContents()
         contents.samples.extend(_parse_jsonl(self.samples_path(cell), contents.problems))
         return contents
@@ -472,33 +586,55 @@ class Store:
         for cell in self.cells() if cells is None else cells:
             yield from _parse_jsonl(self.samples_path(cell), problems)
 
+    def iter_raw(self, cell: Cell, problems: list[Problem]) -> Iterator[tuple[dict[str, Any], bytes]]:
+        """(sample, its line) for every readable line of the cell, duplicates included (merge)."""
+        path = self.samples_path(cell)
+        for number, raw, terminated in _read_lines(path):
+            sample = _decode(path, number, raw, terminated, problems)
+            if sample is not None:
+                yield sample, raw
+
     # -- definitions -------------------------------------------------------------------------
     def write_definitions(self, fingerprint: str, definitions: Mapping[str, Any]) -> Path:
         """Write the resolved definitions for a fingerprint once; an existing file is kept as is."""
         path = self.definitions_path(fingerprint)
         if path.exists():
             return path
-        with self._locked():
+        with self._locked(create=False):
             if path.exists():
                 return path
-            path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(f".tmp-{os.getpid()}")
-            with temporary.open("wb") as handle:
-                tomli_w.dump(dict(definitions), handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
+            try:
+                path.parent.mkdir(exist_ok=True)
+                with temporary.open("wb") as handle:
+                    tomli_w.dump(dict(definitions), handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temporary, path)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    temporary.unlink()  # never leave a half-written definitions file behind
+                raise StoreError(f"could not write to the store {self.root}: {_cause(exc)}") from exc
             _fsync_directory(path.parent)
         return path
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        lock = self._lock()
+    def _locked(self, *, create: bool = True) -> Iterator[None]:
+        """The store-wide lock. Only a sitting's start (reservations) creates the store folder: a
+        store folder that vanished mid-sitting is an error, never silently started afresh."""
+        if not create and not self.root.is_dir():
+            raise StoreError(f"could not write to the store {self.root}: the store folder is gone")
+        try:
+            lock = self._lock()
+        except OSError as exc:
+            raise StoreError(f"could not lock the store {self.root}: {_cause(exc)}") from exc
         try:
             # filelock polls a held lock every 50 ms by default, which caps a contended store at
             # about 20 hand-offs a second; 3 ms keeps the lock busy without the waiters' polling
             # eating the CPU the holder needs (1 ms was slower with 8 writers on 2 cores).
             lock.acquire(poll_interval=0.003)
+        except OSError as exc:
+            raise StoreError(f"could not lock the store {self.root}: {_cause(exc)}") from exc
         except filelock.Timeout as exc:
             raise StoreError(
                 f"could not lock the store {self.root} within {self._lock_timeout:.0f} s "
@@ -508,6 +644,198 @@ class Store:
             yield
         finally:
             lock.release()
+
+
+def count_rows(rows: Sequence[str], definition: Definition | None, problems: Sequence[Problem]) -> CellCount:
+    """Tally a cell's rows (Store.cell_rows) against its current definition."""
+    count = CellCount(problems=list(problems))
+    count.duplicates = [p.sample_id for p in problems if p.kind == DUPLICATE]
+    for fields in _effective(rows):
+        if fields[_F_STATUS] != STATUS_SCORED:
+            continue
+        if definition is None:
+            count.current += 1
+        elif definition.is_current(STATUS_SCORED, fields[_F_OUTCOME], fields[_F_CONDITIONS], fields[_F_SCORING]):
+            count.current += 1
+        elif definition.pools(fields[_F_CONDITIONS]):
+            count.stale_scoring += 1
+        else:
+            count.other_conditions += 1
+    return count
+
+
+def _pool_key(fields: Sequence[str], definition: Definition | None) -> str:
+    """What a report pools a sample by: its conditions, the current ones for a schema-1 sample of
+    the current definition, and apart (STALE_PREFIX) a verdict of an older scoring definition."""
+    conditions = fields[_F_CONDITIONS]
+    if definition is None or not definition.pools(conditions):
+        return conditions
+    if (
+        fields[_F_STATUS] == STATUS_SCORED
+        and not definition.is_current(STATUS_SCORED, fields[_F_OUTCOME], conditions, fields[_F_SCORING])
+    ):
+        return STALE_PREFIX + fields[_F_SCORING]
+    return definition.conditions
+
+
+def read_summaries(
+    stores: Sequence[Store], problems: list[Problem], *, cells: Sequence[Cell] | None = None,
+    definitions: Mapping[tuple[str, str], Definition] | None = None,
+) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Every trial sample of the given cells (default: all) of one or several stores, read as one
+    store: the latest rescore applied over each verdict, a sample id counted once (later copies are
+    `duplicate` problems), each reduced to the fields a report reads. With the bench's current
+    definitions, provenance.fingerprint is the pool key (_pool_key); otherwise the conditions."""
+    if cells is None:
+        cells = sorted({cell for store in stores for cell in store.cells()})
+    for cell in cells:
+        seen: dict[str, str] = {}
+        rows: list[str] = []
+        for store in stores:
+            rows.extend(store.cell_rows(cell, problems, seen))
+        definition = (definitions or {}).get((cell.arm, cell.task))
+        for fields in _effective(rows):
+            yield summary_of(fields, cell, _pool_key(fields, definition))
+
+
+class StoreSet:
+    """Several stores read as one (reports over machines that ran their own sittings). Read only:
+    it has the reading methods of Store, de-duplicated by sample id across the stores."""
+
+    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        if not roots:
+            raise StoreError("a store set needs at least one store")
+        self.stores = [Store(root) for root in roots]
+        self.root = self.stores[0].root  # problems are shown relative to the first store
+
+    def cells(self, model_kinds: Iterable[str] = MODEL_KINDS) -> list[Cell]:
+        kinds = tuple(model_kinds)
+        return sorted({cell for store in self.stores for cell in store.cells(kinds)})
+
+    def iter_summaries(
+        self, problems: list[Problem], *, cells: Sequence[Cell] | None = None,
+        definitions: Mapping[tuple[str, str], Definition] | None = None,
+    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+        return read_summaries(self.stores, problems, cells=self.cells() if cells is None else cells,
+                              definitions=definitions)  # fmt: skip
+
+    def iter_samples(self, problems: list[Problem], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
+        for cell in self.cells() if cells is None else cells:
+            seen: dict[str, str] = {}
+            for store in self.stores:
+                yield from _parse_jsonl(store.samples_path(cell), problems, seen)
+
+    def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
+        problems: list[Problem] = []
+        seen: dict[str, str] = {}
+        rows = [row for store in self.stores for row in store.cell_rows(cell, problems, seen)]
+        return count_rows(rows, definition, problems)
+
+
+MERGE_BATCH_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class MergeResult:
+    appended: int = 0
+    already_there: int = 0  # samples DEST held already (same id)
+    renumbered: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    definitions: int = 0  # definitions files copied
+
+
+def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> MergeResult:
+    """Append to DEST every sample of the sources it lacks (by sample id), under DEST's lock.
+
+    A merged trial gets the next free trial number of its cell in DEST (reserved like a sitting's,
+    so later sittings continue past it); the sample keeps its id, and `merged_from` records the
+    source store and its original trial number. Rescore records follow their sample's new number.
+    Nothing in DEST is rewritten; the sources are only read."""
+    result = MergeResult()
+    dest.root.mkdir(parents=True, exist_ok=True)
+    cells = sorted({cell for source in sources for cell in source.cells()})
+    with dest._locked():
+        for cell in cells:
+            seen: dict[str, str] = {}
+            dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
+            next_trial = dest.highest_trial(cell) + 1
+            renumbered: dict[str, int] = {}
+            batch: list[tuple[Mapping[str, Any], bytes]] = []
+            numbers: list[int] = []
+            pending = 0
+            for source in sources:
+                for sample, raw in source.iter_raw(cell, result.problems):
+                    sample_id = str(sample.get("id") or "")
+                    if sample_id in seen:
+                        result.already_there += 1
+                        continue
+                    seen[sample_id] = f"{source.root}"
+                    merged = dict(sample)
+                    if sample.get("status") == STATUS_RESCORE:
+                        target = renumbered.get(str(sample.get("rescore_of")))
+                        if target is not None:
+                            merged["trial"] = target
+                    else:
+                        merged["trial"] = next_trial
+                        renumbered[sample_id] = next_trial
+                        numbers.append(next_trial)
+                        next_trial += 1
+                        result.renumbered += merged["trial"] != sample.get("trial")
+                    merged["merged_from"] = {"store": str(source.root.resolve()), "trial": sample.get("trial")}
+                    try:
+                        validate_sample(merged)
+                    except StoreError as exc:
+                        result.problems.append(Problem(source.samples_path(cell), 0, f"not merged: {exc}"))
+                        continue
+                    line = _json_line(merged)
+                    batch.append((merged, line))
+                    result.appended += 1
+                    pending += len(line)
+                    if pending >= MERGE_BATCH_BYTES:
+                        _merge_batch(dest, cell, batch, numbers, sitting)
+                        batch, numbers, pending = [], [], 0
+            if batch:
+                _merge_batch(dest, cell, batch, numbers, sitting)
+        result.definitions = _merge_definitions(sources, dest)
+    return result
+
+
+def _merge_batch(
+    dest: Store, cell: Cell, batch: list[tuple[Mapping[str, Any], bytes]], numbers: list[int], sitting: str
+) -> None:
+    # Reserve first (as a sitting does), so a crash between the two writes only leaves a gap.
+    if numbers:
+        _append_bytes(dest.reservations_path(cell), _json_line({"trials": numbers, "sitting": sitting}))
+    payload = b"".join(line for _, line in batch)
+    end = _append_bytes(dest.samples_path(cell), payload)
+    rows, position = [], end - len(payload)
+    for sample, line in batch:
+        rows.append(_index_line(_row_of(sample, position, position + len(line), zlib.crc32(line))))
+        position += len(line)
+    with contextlib.suppress(OSError):
+        _append_bytes(dest.index_path(cell), b"".join(rows), sync=False)
+
+
+def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:
+    copied = 0
+    for source in sources:
+        folder = source.root / DEFINITIONS_DIR
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            target = dest.root / DEFINITIONS_DIR / path.name
+            if target.exists():
+                continue
+            target.parent.mkdir(exist_ok=True)
+            temporary = target.with_suffix(f".tmp-{os.getpid()}")
+            try:
+                temporary.write_bytes(path.read_bytes())
+                os.replace(temporary, target)
+            finally:
+                with contextlib.suppress(OSError):
+                    temporary.unlink()
+            copied += 1
+    return copied
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:
