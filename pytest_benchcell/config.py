@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .sample import Definition
+
 DEFAULT_STORE = "bench/results"
 DEFAULT_TRIALS = 5
 DEFAULT_FLOOR = 3
@@ -121,22 +123,95 @@ class Bench:
     def root(self) -> Path:
         return self.path.parent
 
-    def definitions(self, arm: str, task: str) -> dict[str, Any]:
-        """The resolved definitions a sample of this cell was produced under (stored as TOML)."""
-        arm_def = asdict(self.arms[arm])
-        arm_def["mcp_servers"] = [asdict(server) for server in self.arms[arm].mcp_servers]
+    # -- what a sample was produced under (README: "Conditions and scoring") ----------------------
+    def conditions(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> dict[str, Any]:
+        """What decides whether two samples may be pooled: everything the agent meets during the
+        trial. Portable: program names, text content and templates as written, never a folder of
+        this machine (the arm's `path` folders are where its binaries are found, not what they are)."""
+        arm_def, task_def = self.arms[arm], self.tasks[task]
         return _toml_safe(
             {
-                "bench": {"name": self.name, "model": self.model, "base_prompt": self.base_prompt},
-                "arm": arm_def,
-                "task": asdict(self.tasks[task]),
+                "model": self.model,
+                "base_prompt": self.base_prompt,
+                "arm": {
+                    "tools": sorted(arm_def.tools),
+                    "binaries": sorted(arm_def.binaries),
+                    "bootstrap": arm_def.bootstrap,
+                    "skill": arm_def.skill_body,
+                    "env": sorted(arm_def.env),
+                    "mcp_servers": [
+                        {"name": server.name, "command": server.command, "args": list(server.args), "env": sorted(server.env)}
+                        for server in arm_def.mcp_servers
+                    ],
+                    "deny_subcommands": {name: sorted(rules) for name, rules in sorted(arm_def.deny_subcommands.items())},
+                    "guard_exempt": sorted(arm_def.guard_exempt),
+                },
+                "task": {"intent": task_def.intent, "tier": task_def.tier},
+                "bounds": {
+                    "turn_cap": turn_cap or self.turn_cap,
+                    "wall_clock_ms": wall_clock_ms or self.wall_clock_ms,
+                },
             }
         )
 
+    def scoring(self, task: str) -> dict[str, Any]:
+        """How a finished trial is judged: the task's facts and changes and the [checker] settings.
+        A rescore under a new scoring brings a sample up to date without running it again."""
+        task_def = self.tasks[task]
+        return _toml_safe(
+            {
+                "required_facts": list(task_def.required_facts),
+                "forbidden_facts": list(task_def.forbidden_facts),
+                "check_state": task_def.check_state,
+                "changes": list(task_def.changes),
+                "checker": dict(self.state_policy),
+            }
+        )
+
+    def definition(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> Definition:
+        """The cell's current conditions and scoring fingerprints (and the schema-1 one, to pool old samples)."""
+        conditions = _hash(self.conditions(arm, task, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms))
+        return Definition(conditions, _hash(self.scoring(task)), self.legacy_fingerprint(arm, task))
+
+    def definitions(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> dict[str, Any]:
+        """What the store keeps in definitions/<conditions>-<scoring>.toml: both parts, readable."""
+        return {
+            "bench": {"name": self.name},
+            "conditions": self.conditions(arm, task, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms),
+            "scoring": self.scoring(task),
+        }
+
+    def legacy_fingerprint(self, arm: str, task: str) -> str:
+        """The single fingerprint plugins before sample schema 2 recorded, for the same definitions
+        in this checkout (it held absolute folders, so it only matches in the folder it was made in).
+        Frozen: the field lists are those of that plugin, whatever fields Arm and Task gain later."""
+        arm_def, task_def = self.arms[arm], self.tasks[task]
+        legacy_arm = {name: getattr(arm_def, name) for name in _LEGACY_ARM_FIELDS}
+        legacy_arm["mcp_servers"] = [asdict(server) for server in arm_def.mcp_servers]
+        legacy = {
+            "bench": {"name": self.name, "model": self.model, "base_prompt": self.base_prompt},
+            "arm": legacy_arm,
+            "task": {name: getattr(task_def, name) for name in _LEGACY_TASK_FIELDS},
+        }
+        return _hash(_toml_safe(legacy))
+
     def fingerprint(self, arm: str, task: str) -> str:
-        """A stable hash of everything that defines the cell's experiment (incl. the skill's text)."""
-        canonical = json.dumps(self.definitions(arm, task), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        """The conditions fingerprint at the bench's own bounds (what pools samples)."""
+        return self.definition(arm, task).conditions
+
+
+_LEGACY_ARM_FIELDS = (
+    "name", "tools", "binaries", "path", "bootstrap", "skill_path", "skill_body", "env", "deny_subcommands",
+    "guard_exempt",
+)  # fmt: skip
+_LEGACY_TASK_FIELDS = (
+    "id", "tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state", "changes", "arms",
+)  # fmt: skip
+
+
+def _hash(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _toml_safe(value: Any) -> Any:

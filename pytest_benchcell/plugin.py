@@ -229,7 +229,11 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
         raise pytest.UsageError(CREDENTIAL_HINT)
     store = _store(config, bench, write=not collect_only)
+    store.expect_root()
     cells = [(arm, task) for arm in arms for task in tasks]
+    turn_cap = option.bench_turn_cap or bench.turn_cap
+    wall_clock_ms = option.bench_wall_clock_ms or bench.wall_clock_ms
+    definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     try:
         if worker_plan is not None:
@@ -238,7 +242,8 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
             scored = {cell: 0 for cell in cells}  # the tally lives on the controller
         else:
-            scored = {cell: store.count_scored(Cell(model_kind, *cell), bench.fingerprint(*cell)) for cell in cells}
+            counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
+            scored = {cell: count.current for cell, count in counts.items()}
             wanted = _trials_wanted(option, bench, scored)
             if collect_only:
                 numbers = {cell: store.preview_trials(Cell(model_kind, *cell), wanted[cell]) for cell in cells}
@@ -255,13 +260,14 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         model_kind=model_kind,
         sitting_id=sitting_id,
         trials=plan_trials(numbers),
-        turn_cap=option.bench_turn_cap or bench.turn_cap,
-        wall_clock_ms=option.bench_wall_clock_ms or bench.wall_clock_ms,
+        turn_cap=turn_cap,
+        wall_clock_ms=wall_clock_ms,
         reserved=not collect_only,
         budget=option.bench_budget,
         probe=probe,
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
+    state.extra["definitions"] = definitions
     if option.bench_fill is not None:
         state.extra["fill_target"] = option.bench_fill or bench.floor
     for arm, task in cells:
@@ -379,7 +385,7 @@ class TrialItem(pytest.Item):
     def runtest(self) -> None:
         from .sitting import sitting_spend
         from .store import Cell
-        from .trial import TrialSpec, run_trial
+        from .trial import StoreUnavailable, TrialSpec, run_trial
 
         state = self.config.stash[SITTING_KEY]
         key = (self.planned.arm, self.planned.task, self.planned.trial)
@@ -419,7 +425,10 @@ class TrialItem(pytest.Item):
             store=state.store,
             probe=state.probe["verdict"] if state.probe else None,
         )
-        sample = run_trial(spec, self.ihook, on_recorded=self._recorded)
+        try:
+            sample = run_trial(spec, self.ihook, on_recorded=self._recorded)
+        except StoreUnavailable as exc:
+            pytest.exit(f"benchcell: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
         if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
             return
         tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
@@ -441,7 +450,8 @@ class TrialItem(pytest.Item):
         self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
         cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
         self.user_properties.append((COST_PROPERTY, cost))
-        progress = f"{sample['turns']} turns, {cost:,.0f} cost-eq tokens, {sample['duration_ms'] / 1000:.1f} s"
+        spend = f"{cost:,.0f} cost-eq tokens" if sample["usage"]["total"] is not None else "usage unknown"
+        progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
 
@@ -535,8 +545,9 @@ class SittingPlugin:
         state = self.state
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
         for cell in cells if state.reserved else ():  # collect-only ran nothing: after = before
-            fingerprint = state.bench.fingerprint(cell.arm, cell.task)
-            state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell, fingerprint)
+            count = state.store.count_current(cell, state.extra["definitions"][(cell.arm, cell.task)])
+            tally = state.tallies[(cell.arm, cell.task)]
+            tally.scored_after, tally.stale_scoring, tally.duplicates = count.current, count.stale_scoring, count.duplicates
         # The controller saw every trial's report (xdist workers' too): no need to re-read the store.
         spent = sum(tally.spent for tally in state.tallies.values()) if state.reserved else None
         title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"
@@ -626,12 +637,7 @@ class RescorePlugin(OffloadPlugin):
         store = _store(self.config, self.bench, write=True)
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
-        self.lines = [
-            f"re-scored {tally.checked} stored samples in {len(cells)} cells of {store.root / model_kind}: "
-            f"{len(tally.changed)} verdicts changed (appended as rescore records)",
-            *(f"    {line}" for line in tally.changed),
-            *(f"    skipped {line}" for line in tally.skipped),
-        ]
+        self.lines = tally.summary_lines(f"{len(cells)} cells of {store.root / model_kind}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "benchcell rescore")

@@ -54,7 +54,8 @@ from .sample import (
     STATUS_SCORED,
     TOKEN_COMPONENTS,
 )
-from .store import Cell, Problem, Store
+from .sample import Definition
+from .store import DUPLICATE, STALE_PREFIX, Cell, Problem, Store, StoreSet
 
 REPORT_SCHEMA_VERSION = 1
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
@@ -93,6 +94,9 @@ class ReportSettings:
     seed: int = 0
     resamples: int = stats.DEFAULT_RESAMPLES
     confidence: float = stats.DEFAULT_CONFIDENCE
+    # (arm, task) -> the bench's current Definition: pools schema-1 samples of it and sets verdicts of
+    # an older scoring apart (store.read_summaries). None: samples pool by their conditions alone.
+    definitions: Mapping[tuple[str, str], Definition] | None = None
 
     def validate(self) -> None:
         if not isinstance(self.floor, int) or isinstance(self.floor, bool) or self.floor < 1:
@@ -333,6 +337,9 @@ class StoreInfo:
     other_model_kind_cells: int
     cells_outside_selection: int
     problems: list[str]
+    duplicates: list[str]
+    usage_unknown: int
+    stores: list[str]
 
 
 @dataclass(frozen=True)
@@ -406,9 +413,12 @@ _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "tur
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
 
 
-def _tokens_of(usage: Any) -> tuple[int, int, int, int]:
-    """The four components of usage.total; anything absent or malformed counts as 0, never guessed."""
+def _tokens_of(usage: Any) -> tuple[int, int, int, int] | None:
+    """The four components of usage.total; None when the usage is unknown (null); a component that is
+    absent or malformed counts as 0, never guessed."""
     total = usage.get("total") if type(usage) is dict else None
+    if total is None and type(usage) is dict and "total" in usage:
+        return None  # recorded as unknown: left out of token figures, counted in outcomes
     if type(total) is not dict:
         return (0, 0, 0, 0)
     try:
@@ -460,8 +470,10 @@ class _Group:
         self.bonus = any(value is True for value in columns[_BONUS])
 
         scored = [row for row in rows if row[_STATUS] == STATUS_SCORED]
+        self.scored = len(scored)
         self.outcomes = Counter(row[_OUTCOME] for row in scored)
-        tokens = [row[_TOKENS] for row in scored]
+        tokens = [row[_TOKENS] for row in scored if row[_TOKENS] is not None]
+        self.usage_unknown = len(scored) - len(tokens)
         w0, w1, w2, w3 = weights
         # Hung trials are scored: they count here with whatever usage they had.
         self.cost_equivalent = [w0 * a + w1 * b + w2 * c + w3 * d for a, b, c, d in tokens]
@@ -469,10 +481,6 @@ class _Group:
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
-
-    @property
-    def scored(self) -> int:
-        return len(self.cost_equivalent)
 
     def summary(self, used: bool) -> FingerprintGroup:
         return FingerprintGroup(
@@ -487,7 +495,10 @@ class _Group:
         )
 
 
-def _read_cell(store: Store, cell: Cell, weights: Sequence[float], problems: list[Problem]) -> dict[str, _Group]:
+def _read_cell(
+    store: Store | StoreSet, cell: Cell, weights: Sequence[float], problems: list[Problem],
+    definitions: Mapping[tuple[str, str], Definition] | None = None,
+) -> dict[str, _Group]:  # fmt: skip
     """Stream one cell's file and split its reduced samples by fingerprint.
 
     Rescore records (--bench-rescore) are not samples: the latest one for a sample replaces that
@@ -496,7 +507,9 @@ def _read_cell(store: Store, cell: Cell, weights: Sequence[float], problems: lis
     by_fingerprint: dict[str, list[_Row]] = {}
     where: dict[str, tuple[str, int]] = {}  # sample id -> (fingerprint, row index)
     rescored: dict[str, Any] = {}  # sample id -> latest outcome
-    for sample in store.iter_summaries(problems, cells=[cell]):  # the index where it can, else the samples
+    # One reader (store.read_summaries): the checked index where it can, else the samples; rescores
+    # applied and duplicate ids dropped there already.
+    for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
         if sample.get("status") == STATUS_RESCORE:
             rescored[str(sample.get("rescore_of"))] = sample.get("outcome")
             continue
@@ -521,6 +534,7 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         weights={name: float(bench.weights[name]) for name in TOKEN_COMPONENTS},
         model_kind=model_kind,
         arms=list(bench.arms),
+        definitions={(arm, task): bench.definition(arm, task) for arm in bench.arms for task in bench.tasks},
         tasks={
             task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
             for task_id, task in bench.tasks.items()
@@ -538,8 +552,9 @@ def _summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: in
     """Keep the cell's newest fingerprint group and summarize it; the others are only counted."""
     if not groups:
         return _empty_cell(arm, task, TaskInfo(""))
-    # Newest = the fingerprint seen most recently; ties broken by name so the choice is stable.
-    used = max(groups.values(), key=lambda g: (g.last_seen, g.fingerprint))
+    # Newest = the fingerprint seen most recently; ties broken by name so the choice is stable. Verdicts
+    # of an older scoring definition are never the ones used (a rescore brings them up to date).
+    used = max(groups.values(), key=lambda g: (not g.fingerprint.startswith(STALE_PREFIX), g.last_seen, g.fingerprint))
     summaries = sorted(
         (group.summary(group is used) for group in groups.values()),
         key=lambda g: (g.last_seen, g.fingerprint),
@@ -587,7 +602,7 @@ def _empty_cell(arm: str, task: str, info: TaskInfo) -> CellSummary:
     )  # fmt: skip
 
 
-def discover_tasks(store: Store, model_kind: str = "real") -> dict[str, TaskInfo]:
+def discover_tasks(store: Store | StoreSet, model_kind: str = "real") -> dict[str, TaskInfo]:
     """Task -> TaskInfo from the first readable sample of each task's first cell (cheap: one line each).
 
     For callers that need a catalogue before building the report (the CLI's --task filter).
@@ -623,7 +638,7 @@ class _Context:
         return self.cells[(arm, task)].coverage == COVERED
 
 
-def build_report(store: Store, settings: ReportSettings | None = None) -> Report:
+def build_report(store: Store | StoreSet, settings: ReportSettings | None = None) -> Report:
     """Read the store one cell at a time and compute every table. Never holds a transcript."""
     settings = settings or ReportSettings()
     settings.validate()
@@ -638,11 +653,12 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         if c.arm in arms and (settings.tasks is None or c.task in settings.tasks)
     ]  # fmt: skip
     summaries: dict[tuple[str, str], CellSummary] = {}
-    samples_read = 0
+    samples_read = usage_unknown = 0
     for cell in selected:
-        groups = _read_cell(store, cell, weights, problems)
+        groups = _read_cell(store, cell, weights, problems, settings.definitions)
         samples_read += sum(group.samples for group in groups.values())
-        summaries[(cell.arm, cell.task)] = _summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
+        summary = summaries[(cell.arm, cell.task)] = _summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
+        usage_unknown += groups[summary.fingerprint].usage_unknown if summary.fingerprint in groups else 0
 
     catalogue = _catalogue(settings, summaries)
     for arm in arms:
@@ -661,7 +677,10 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         samples_used=sum(s.samples for s in summaries.values()),
         other_model_kind_cells=len(store.cells(other_kind)),
         cells_outside_selection=len(all_cells) - len(selected),
-        problems=[_problem_text(store, p) for p in problems],
+        problems=[_problem_text(store, p) for p in problems if p.kind != DUPLICATE],
+        duplicates=[p.sample_id for p in problems if p.kind == DUPLICATE],
+        usage_unknown=usage_unknown,
+        stores=[str(one.root) for one in getattr(store, "stores", [store])],
     )
     headline_tasks = _headline_tasks(context)
     cells = [summaries[(arm, task)] for arm in arms for task in catalogue if not catalogue[task].bonus]
@@ -1086,6 +1105,18 @@ def _notices(report: Report, context: _Context) -> list[str]:
         notes.append(f"Samples of more than one model are in this report: {listed}; the JSON lists each cell's models.")
     if report.store.problems:
         notes.append(f"Skipped {_plural(len(report.store.problems), 'unreadable line')} of the store; see Problems.")
+    if report.store.duplicates:
+        notes.append(
+            f"Counted once: {_plural(len(report.store.duplicates), 'sample')} stored more than once (same sample id): "
+            f"{_names(report.store.duplicates)}."
+        )
+    if report.store.usage_unknown:
+        notes.append(
+            f"Left out of token figures: {_plural(report.store.usage_unknown, 'scored sample')} with unknown usage "
+            "(no model reply was ever reported); their outcomes count."
+        )
+    if len(report.store.stores) > 1:
+        notes.append(f"Read {len(report.store.stores)} stores as one, each sample id once: {', '.join(report.store.stores)}.")
     return notes
 
 

@@ -169,4 +169,9 @@ def effective_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, An
             sample["reason"] = override.get("reason", "")
             sample["score"] = override.get("score", {})
             sample["rescored"] = True
+            # The verdict now stands under the scoring it was re-computed with.
+            provenance = dict(sample.get("provenance") or {})
+            provenance["scoring"] = scoring_of(override)
+            provenance.setdefault("conditions", conditions_of(sample))
+            sample["provenance"] = provenance
     return originals

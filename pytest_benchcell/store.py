@@ -446,6 +446,12 @@ class Store:
     def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
         self.root = Path(root)
         self._lock_timeout = lock_timeout
+        self._root_seen = False  # once the folder was seen, its disappearing is an error (see _locked)
+
+    def expect_root(self) -> None:
+        """Note whether the store folder exists now: if it does and later vanishes (deleted, an
+        unmounted disk), writes fail with a clear error instead of silently starting a new store."""
+        self._root_seen = self._root_seen or self.root.is_dir()
 
     # -- paths -------------------------------------------------------------------------------
     def samples_path(self, cell: Cell) -> Path:
@@ -620,9 +626,11 @@ class Store:
 
     @contextlib.contextmanager
     def _locked(self, *, create: bool = True) -> Iterator[None]:
-        """The store-wide lock. Only a sitting's start (reservations) creates the store folder: a
-        store folder that vanished mid-sitting is an error, never silently started afresh."""
-        if not create and not self.root.is_dir():
+        """The store-wide lock. A store folder that vanished after it was seen (a sitting's
+        reservations, expect_root) is an error for writes, never silently started afresh."""
+        if self.root.is_dir():
+            self._root_seen = True
+        elif not create and self._root_seen:
             raise StoreError(f"could not write to the store {self.root}: the store folder is gone")
         try:
             lock = self._lock()

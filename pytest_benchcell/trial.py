@@ -45,7 +45,7 @@ from .sample import (
     utc_now_iso,
     zero_tokens,
 )
-from .store import Store
+from .store import Store, StoreError
 
 TOOL_OUTPUT_LIMIT = 4000  # characters of each tool result kept in the sample
 STATE_LIMIT = 256 * 1024  # characters of JSON per stored state snapshot (kept for --bench-rescore)
@@ -164,9 +164,7 @@ def run_trial(
         except HarnessError as exc:
             _mark(sample, STATUS_ERROR, None, "; ".join(part for part in (sample["reason"], str(exc)) if part))
     secrets = _secrets(bench, bench.arms[spec.arm], environment)
-    recorded = redact(sample, secrets)
-    spec.store.write_definitions(recorded["provenance"]["fingerprint"], bench.definitions(spec.arm, spec.task))
-    spec.store.append(recorded)
+    recorded = _record(spec, redact(sample, secrets))
     if on_recorded is not None:
         on_recorded(recorded, task_unusable=task_unusable)
     if escaping is not None:
@@ -199,6 +197,48 @@ def _interruption(exc: BaseException) -> str:
     return f"{text} (during the trial)" if text.lower().startswith("timeout") else f"{type(exc).__name__}: {text}"
 
 
+class StoreUnavailable(Exception):
+    """Not even an `error` sample could be written: the sitting must stop (the message says why)."""
+
+
+def _record(spec: TrialSpec, sample: dict[str, Any]) -> dict[str, Any]:
+    """Append the sample; if the store refuses it (disk full, folder gone or read-only), append a
+    small `error` sample that keeps the trial's spend; if that fails too, raise StoreUnavailable."""
+    provenance = sample["provenance"]
+    bounds = {"turn_cap": spec.turn_cap, "wall_clock_ms": spec.wall_clock_ms}
+    try:
+        spec.store.write_definitions(
+            f"{provenance['conditions']}-{provenance['scoring']}", spec.bench.definitions(spec.arm, spec.task, **bounds)
+        )
+    except StoreError:
+        pass  # a missing definitions file loses no measurement; the sample itself must still go in
+    try:
+        spec.store.append(sample)
+        return sample
+    except StoreError as exc:
+        failure = exc
+    kept = {key: sample[key] for key in _KEPT_ON_STORE_FAILURE if key in sample}
+    was = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
+    fallback = {
+        **kept,
+        "status": STATUS_ERROR,
+        "outcome": None,
+        "reason": f"the trial ended {was}, but its full sample could not be stored: {failure}",
+    }
+    try:
+        spec.store.append(fallback)
+    except StoreError as again:
+        raise StoreUnavailable(f"{again}; the sitting stops (trial {spec.trial} of {spec.arm} x {spec.task} is not recorded)") from again
+    return fallback
+
+
+# What an `error` sample keeps when the full sample could not be stored: identity, spend, provenance.
+_KEPT_ON_STORE_FAILURE = (
+    "schema", "id", "sitting", "arm", "task", "tier", "bonus", "trial", "started_at", "ended_at", "model",
+    "model_kind", "usage", "turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "provenance",
+)  # fmt: skip
+
+
 def _call_hook(hook: Any, **kwargs: Any) -> Any:
     try:
         return hook(**kwargs)
@@ -211,6 +251,7 @@ def _call_hook(hook: Any, **kwargs: Any) -> Any:
 
 def _new_sample(spec: TrialSpec) -> dict[str, Any]:
     bench, task = spec.bench, spec.bench.tasks[spec.task]
+    definition = bench.definition(spec.arm, spec.task, turn_cap=spec.turn_cap, wall_clock_ms=spec.wall_clock_ms)
     versions = sdk_versions()  # imports the SDK on the first trial: not part of the trial's time
     return {
         "schema": SCHEMA_VERSION,
@@ -244,7 +285,9 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "plugin": __version__,
             **versions,
             "python": f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
-            "fingerprint": bench.fingerprint(spec.arm, spec.task),
+            "fingerprint": definition.conditions,  # what older readers pool by
+            "conditions": definition.conditions,
+            "scoring": definition.scoring,
             "model_kind": spec.model_kind,
         },
     }
@@ -375,8 +418,14 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where
 
 
 def _fill_measurements(sample: dict[str, Any], result: AgentResult) -> None:
-    sample["usage"] = {"total": dict(result.usage_total), "by_model": {k: dict(v) for k, v in result.usage_by_model.items()}}
-    sample["turns"] = result.turns
+    if result.usage_known:
+        sample["usage"] = {"total": dict(result.usage_total), "by_model": {k: dict(v) for k, v in result.usage_by_model.items()}}
+    else:
+        sample["usage"] = {"total": None, "by_model": {}}  # unknown, not zero: reports leave it out
+    # One definition of a turn: a model reply. The CLI's own num_turns counts differently at the
+    # cap (cap + 1) and after an interrupt (2 with no reply at all); it is kept as cli_num_turns.
+    sample["turns"] = result.replies
+    sample["cli_num_turns"] = result.turns
     sample["duration_ms"] = result.duration_ms
     sample["cost_usd"] = result.cost_usd
     sample["result_subtype"] = result.subtype
