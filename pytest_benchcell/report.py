@@ -680,7 +680,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         problems=[_problem_text(store, p) for p in problems if p.kind != DUPLICATE],
         duplicates=[p.sample_id for p in problems if p.kind == DUPLICATE],
         usage_unknown=usage_unknown,
-        stores=[str(one.root) for one in getattr(store, "stores", [store])],
+        stores=[str(one.root) for one in store.stores] if isinstance(store, StoreSet) and len(store.stores) > 1 else [],
     )
     headline_tasks = _headline_tasks(context)
     cells = [summaries[(arm, task)] for arm in arms for task in catalogue if not catalogue[task].bonus]
