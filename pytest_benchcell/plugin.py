@@ -91,6 +91,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="also write the report as JSON (implies --bench-report)")
     group.addoption("--bench-report-html", default=None, dest="bench_report_html", metavar="PATH",
                     help="also write a self-contained HTML report with plots (implies --bench-report)")
+    group.addoption("--bench-report-store", action="append", default=[], dest="bench_report_store", metavar="DIR",
+                    help="also read this store into the report, as one with the bench's store (repeatable; each "
+                         "sample id counted once)")
     group.addoption("--bench-weights", default=None, dest="bench_weights", metavar="SPEC",
                     help="cost-equivalent weights for the report, e.g. cache_read=0.1,output=5 (default: [pricing])")
     group.addoption("--bench-scripted", action="store_true", default=False, dest="bench_scripted",
@@ -175,7 +178,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
         return
     option = config.option
-    if option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html:
+    if (option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html
+            or option.bench_report_store):
         if option.bench_report_html:
             _require_extra("matplotlib", HTML_EXTRA_HINT)  # before any report file is written
         config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
@@ -673,7 +677,16 @@ class ReportPlugin(OffloadPlugin):
         except (UsageError, ReportError) as exc:
             raise pytest.UsageError(str(exc).replace("--weights:", "--bench-weights:")) from None
         store = _store(self.config, self.bench, write=False)
-        report = build_report(store, settings)
+        extra = [(self.config.invocation_params.dir / path).resolve() for path in option.bench_report_store]
+        for path in extra:
+            if not path.is_dir():
+                raise pytest.UsageError(f"--bench-report-store: {path} is not a folder; allowed: a store folder")
+        if extra:
+            from .store import StoreSet
+
+            report = build_report(StoreSet([store.root, *extra]), settings)
+        else:
+            report = build_report(store, settings)
         self.lines = render_terminal(report)
         writers = (
             (option.bench_report_md, render_markdown),

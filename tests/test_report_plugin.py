@@ -97,3 +97,17 @@ def test_a_bonus_task_shows_not_applicable_for_arms_that_cannot_do_it(pytester: 
     result = pytester.runpytest("--bench-report", "--bench-task", "shell-only")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*shell-only*shell*1*", "*shell-only*bare*n/a*not applicable to this arm*"])
+
+
+def test_report_reads_further_stores_as_one(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    fill(pytester)
+    other = Store(pytester.path / "other")
+    for trial in range(4, 6):
+        other.append(make_sample("shell", "make-file", trial=trial, tier="single-mutation"))
+    result = pytester.runpytest("--bench-report-json", "r.json", "--bench-report-store", "other")
+    assert result.ret == pytest.ExitCode.OK
+    document = json.loads((pytester.path / "r.json").read_text())
+    cells = {(cell["arm"], cell["task"]): cell["scored"] for cell in document["cells"]}
+    assert cells[("shell", "make-file")] == 3  # one from the bench's store, two from the other
+    assert len(document["store"]["stores"]) == 2
