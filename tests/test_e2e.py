@@ -53,7 +53,9 @@ def test_a_passing_trial_is_recorded_with_usage_and_tool_calls(pytester: pytest.
     ]
     assert sample["turns"] >= 2 and sample["duration_ms"] > 0
     assert sample["provenance"]["sdk"] and sample["provenance"]["cli"] and len(sample["provenance"]["fingerprint"]) == 16
-    definitions = pytester.path / "results" / "definitions" / f"{sample['provenance']['fingerprint']}.toml"
+    provenance = sample["provenance"]
+    assert provenance["fingerprint"] == provenance["conditions"] and len(provenance["scoring"]) == 16
+    definitions = pytester.path / "results" / "definitions" / f"{provenance['conditions']}-{provenance['scoring']}.toml"
     assert 'binaries = [\n    "touch",\n]' in definitions.read_text() or '"touch"' in definitions.read_text()
     assert (pytester.path / "teardown.log").read_text() == "shell-make-file-t1\n"
     result.stdout.fnmatch_lines(
