@@ -245,6 +245,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
             scored = {cell: 0 for cell in cells}  # the tally lives on the controller
+            counts = {}
         else:
             counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
             scored = {cell: count.current for cell, count in counts.items()}
@@ -274,8 +275,10 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     state.extra["definitions"] = definitions
     if option.bench_fill is not None:
         state.extra["fill_target"] = option.bench_fill or bench.floor
-    for arm, task in cells:
-        state.tallies[(arm, task)] = CellTally(arm=arm, task=task, scored_before=scored[(arm, task)])
+    for cell in cells:
+        tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])
+        if cell in counts:
+            tally.stale_scoring, tally.duplicates = counts[cell].stale_scoring, counts[cell].duplicates
     return state
 
 

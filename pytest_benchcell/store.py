@@ -14,6 +14,9 @@ Guarantees:
   single O_APPEND write, flushed and fsynced before the lock is released.
 - Trial numbers are handed out under the same lock, from the highest number ever reserved or stored
   for the cell, so two sittings of one cell never get the same number. Gaps are normal.
+- An append that fails (disk full, read-only, folder gone) raises StoreError naming the store and
+  the cause; bytes it did write are cut back under the lock (they were never a sample), so the
+  file is as before. A store folder that vanishes mid-sitting is never silently recreated.
 - A torn last line (a crash mid-write) never breaks reading: it is reported as a problem with its line
   number. The next append first terminates the torn fragment with a newline (appending, not
   rewriting), so the new sample always starts on a line of its own.
@@ -183,11 +186,18 @@ def _append_bytes(path: Path, payload: bytes, *, sync: bool = True) -> int:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload  # a torn last line stays as it is, on a line of its own
         view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if sync:
-            os.fsync(fd)
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        except OSError:
+            # A full disk can take part of the payload: cut it back to where this append began, so
+            # a failed append leaves the file as it was and the space for an `error` sample.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
         end = os.fstat(fd).st_size
     finally:
         os.close(fd)
