@@ -38,6 +38,7 @@ import filelock
 import tomli_w
 
 from .sample import (
+    CHECKER_OUTCOMES,
     MODEL_KINDS,
     STATUS_RESCORE,
     STATUS_SCORED,
@@ -221,19 +222,30 @@ def _fsync_directory(directory: Path) -> None:
 
 
 # -- the index: a cache that only accelerates ----------------------------------------------------
-# One tab-separated row per appended sample, beside the samples file. A row names the byte range of
-# its sample line and the line's CRC-32, and ends with a CRC-32 of the row itself; a row is used
-# only when all of that checks out against the samples file, otherwise exactly the bytes no valid
-# row covers are parsed from the samples file. Rows and parsed samples are encoded the same way
-# (_row_of), so an answer never depends on whether the index was there.
-_ROW_TAG = "b2"
+# One tab-separated row per appended sample, beside the samples file: what counting and reports need
+# of the sample, the byte range of its line and the line's CRC-32, then three checksums:
+#   chain  CRC-32 of the samples file from its first byte to the end of this row's line,
+#   prior  CRC-32 of the index file before this row,
+#   own    CRC-32 of the row's text.
+# Reading first checks the last row: when its chain and prior checksums match the two files (two
+# C-speed passes), every row before it describes the very bytes that are there, and only complete
+# rows are used (a torn fragment is skipped, and its sample parsed). When they do not match (a hand
+# edit, a truncated or copied file, a lost row), every row is checked on its own: its own checksum,
+# a range that starts at a line start and ends at a newline, and the CRC-32 of the line it names.
+# Whatever no valid row covers is parsed from the samples file itself, and rows and parsed samples
+# are encoded the same way (_row_of), so an answer never depends on the index.
+_ROW_TAG = "b3"
 _ROW_FIELDS = (
-    "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "tokens", "turns",
-    "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "rescore_of", "trial", "sitting",
+    "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "rescore_of",
+    "tokens", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "trial", "sitting",
 )  # fmt: skip
-(_F_TAG, _F_ID, _F_START, _F_END, _F_CRC, _F_STATUS, _F_CONDITIONS, _F_SCORING, _F_OUTCOME, _F_TOKENS, _F_TURNS,
- _F_DURATION, _F_COST, _F_MODEL, _F_TIER, _F_BONUS, _F_STARTED, _F_RESCORE_OF, _F_TRIAL, _F_SITTING) = range(
-    len(_ROW_FIELDS))  # fmt: skip
+(_F_TAG, _F_ID, _F_START, _F_END, _F_CRC, _F_STATUS, _F_CONDITIONS, _F_SCORING, _F_OUTCOME, _F_RESCORE_OF,
+ _F_REST) = range(11)  # fmt: skip
+# A row is kept split only as far as counting needs (_F_REST holds the rest, split for reports).
+(_R_TOKENS, _R_TURNS, _R_DURATION, _R_COST, _R_MODEL, _R_TIER, _R_BONUS, _R_STARTED, _R_TRIAL, _R_SITTING) = range(10)
+_ROW_LENGTH = len(_ROW_FIELDS) + 3  # plus chain, prior, own
+_TABS_IN_REST = _ROW_LENGTH - 1 - _F_REST  # tabs in the unsplit rest of a complete index line
+INDEX_TAIL_BYTES = 16 * 1024
 
 
 def _clean(value: Any) -> str:
@@ -257,16 +269,83 @@ def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
     """One index row (without its own checksum): what counting and reports need of a sample."""
     fields = (
         _ROW_TAG, sample.get("id"), start, end, f"{crc:08x}", sample.get("status"), conditions_of(sample),
-        scoring_of(sample), sample.get("outcome"), _tokens_text(sample), sample.get("turns"),
+        scoring_of(sample), sample.get("outcome"), sample.get("rescore_of"), _tokens_text(sample), sample.get("turns"),
         sample.get("duration_ms"), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
         "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
-        sample.get("rescore_of"), sample.get("trial"), sample.get("sitting"),
+        sample.get("trial"), sample.get("sitting"),
     )  # fmt: skip
     return "\t".join(_clean(value) for value in fields)
 
 
-def _index_line(row: str) -> bytes:
-    return f"{row}\t{zlib.crc32(row.encode()):08x}\n".encode()
+def _signed(row: str, chain: int, prior: int) -> bytes:
+    text = f"{row}\t{chain:08x}\t{prior:08x}"
+    return f"{text}\t{zlib.crc32(text.encode()):08x}\n".encode()
+
+
+def _own_check(line: str) -> list[str] | None:
+    """The fields of a complete index line whose own checksum holds, else None."""
+    text, _, own = line.rpartition("\t")
+    if len(own) != 8 or f"{zlib.crc32(text.encode()):08x}" != own:
+        return None
+    fields = text.split("\t")
+    return fields if len(fields) == _ROW_LENGTH - 1 and fields[0] == _ROW_TAG else None
+
+
+def _index_rows_for(samples: Path, index: Path, start: int, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> bytes:
+    """The index rows for lines just appended at `start` of the samples file (under the lock).
+
+    The chain continues from the index's last row when that row ends where the new lines begin
+    (the common case: reading a small tail of the index); otherwise the samples file before `start`
+    is read once to restart it, which heals the chain after any damage."""
+    try:
+        with index.open("rb") as handle:
+            index_size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, index_size - INDEX_TAIL_BYTES))
+            tail = handle.read()
+    except FileNotFoundError:
+        index_size, tail = 0, b""
+    last = None
+    if tail.endswith(b"\n"):
+        lines_in_tail = tail[:-1].rsplit(b"\n", 1)
+        last_bytes = lines_in_tail[-1] + b"\n"
+        fields = _own_check(lines_in_tail[-1].decode("utf-8", "replace"))
+        if fields is not None and (len(lines_in_tail) == 2 or index_size <= INDEX_TAIL_BYTES):
+            last = fields
+    if last is not None:
+        prior = zlib.crc32(last_bytes, int(last[-1], 16))  # the index before the last row, plus it
+    else:
+        prior = _crc_of_file(index, index_size)
+        if index_size and not tail.endswith(b"\n"):
+            prior = zlib.crc32(b"\n", prior)  # _append_bytes terminates a torn row first
+    if last is not None and int(last[_F_END]) == start:
+        chain = int(last[-2], 16)
+    else:
+        chain = _crc_of_file(samples, start)
+    out = []
+    position = start
+    for sample, line in lines:
+        chain = zlib.crc32(line, chain)
+        signed = _signed(_row_of(sample, position, position + len(line), zlib.crc32(line)), chain, prior)
+        prior = zlib.crc32(signed, prior)
+        out.append(signed)
+        position += len(line)
+    return b"".join(out)
+
+
+def _crc_of_file(path: Path, size: int) -> int:
+    crc = 0
+    try:
+        with path.open("rb") as handle:
+            remaining = size
+            while remaining > 0:
+                block = handle.read(min(remaining, 1 << 20))
+                if not block:
+                    break
+                crc = zlib.crc32(block, crc)
+                remaining -= len(block)
+    except FileNotFoundError:
+        pass
+    return crc
 
 
 def _number(text: str, kind: type) -> Any:
@@ -280,25 +359,26 @@ def _number(text: str, kind: type) -> Any:
 
 def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -> dict[str, Any]:
     """A sample reduced to the fields a report reads, from its index row."""
-    tokens_text = fields[_F_TOKENS]
+    rest = fields[_F_REST].split("\t")
+    tokens_text = rest[_R_TOKENS]
     total = dict(zip(TOKEN_COMPONENTS, map(int, tokens_text.split(",")))) if tokens_text else None
     summary: dict[str, Any] = {
         "id": fields[_F_ID],
         "arm": cell.arm,
         "task": cell.task,
         "model_kind": cell.model_kind,
-        "trial": _number(fields[_F_TRIAL], int),
-        "sitting": fields[_F_SITTING] or None,
+        "trial": _number(rest[_R_TRIAL], int),
+        "sitting": rest[_R_SITTING] or None,
         "status": fields[_F_STATUS],
         "outcome": fields[_F_OUTCOME] or None,
         "usage": {"total": total},
-        "turns": _number(fields[_F_TURNS], int),
-        "duration_ms": _number(fields[_F_DURATION], int),
-        "cost_usd": _number(fields[_F_COST], float),
-        "model": fields[_F_MODEL] or None,
-        "tier": fields[_F_TIER] or None,
-        "bonus": fields[_F_BONUS] == "1",
-        "started_at": fields[_F_STARTED] or None,
+        "turns": _number(rest[_R_TURNS], int),
+        "duration_ms": _number(rest[_R_DURATION], int),
+        "cost_usd": _number(rest[_R_COST], float),
+        "model": rest[_R_MODEL] or None,
+        "tier": rest[_R_TIER] or None,
+        "bonus": rest[_R_BONUS] == "1",
+        "started_at": rest[_R_STARTED] or None,
         "provenance": {
             "fingerprint": pool_key if pool_key is not None else fields[_F_CONDITIONS],
             "conditions": fields[_F_CONDITIONS],
@@ -324,37 +404,40 @@ class CellCount:
 STALE_PREFIX = "stale-scoring:"  # a report pool key for samples judged by an older scoring definition
 
 
-def _effective(rows: Sequence[str]) -> Iterator[list[str]]:
+def _effective(rows: Sequence[list[str]]) -> Sequence[list[str]] | Iterator[list[str]]:
     """The trial rows of a cell with the latest rescore of each applied (outcome and scoring)."""
     latest: dict[str, tuple[str, str]] = {}
-    for row in rows:
-        if "\trescore\t" in row:  # cheap pre-check; rescore rows are rare
-            fields = row.split("\t")
-            if fields[_F_STATUS] == STATUS_RESCORE:
-                latest[fields[_F_RESCORE_OF]] = (fields[_F_OUTCOME], fields[_F_SCORING])
-    for row in rows:
-        fields = row.split("\t")
+    for fields in rows:
+        if fields[_F_STATUS] == STATUS_RESCORE:
+            latest[fields[_F_RESCORE_OF]] = (fields[_F_OUTCOME], fields[_F_SCORING])
+    return _overridden(rows, latest) if latest else rows
+
+
+def _overridden(rows: Sequence[list[str]], latest: Mapping[str, tuple[str, str]]) -> Iterator[list[str]]:
+    for fields in rows:
         if fields[_F_STATUS] == STATUS_RESCORE:
             continue
         override = latest.get(fields[_F_ID])
         if override is not None:
+            fields = list(fields)
             fields[_F_OUTCOME], fields[_F_SCORING] = override
         yield fields
 
 
 class _Reader:
-    """Reads one cell of one store through its index: every row is checked against the bytes it
-    names, and whatever no valid row covers is parsed from the samples file itself."""
+    """Reads one cell of one store through its index (see the comment above _ROW_TAG): rows are
+    used only where they check out, and whatever no valid row covers is parsed from the samples."""
 
-    def __init__(self, samples: Path, index: Path, problems: list[Problem], seen: dict[str, str]) -> None:
+    def __init__(self, samples: Path, index: Path, problems: list[Problem], seen: dict[str, tuple[Path, int]]) -> None:
         self.samples_path = samples
         self.index_path = index
         self.problems = problems
-        self.seen = seen  # sample id -> where first seen ("path:line"), shared across stores
+        self.seen = seen  # sample id -> (samples file, line) where first read, shared across stores
         self.parsed = 0  # samples parsed because no valid index row described them
+        self.trusted = False  # whether the last row's chain vouched for every row before it
 
-    def rows(self) -> list[str]:
-        """The cell's samples as index rows, in file order, each sample id once."""
+    def rows(self) -> list[list[str]]:
+        """The cell's samples as index rows (field lists), in file order, each sample id once."""
         try:
             with self.samples_path.open("rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
@@ -365,62 +448,68 @@ class _Reader:
         except FileNotFoundError:
             return []
 
-    def _index_rows(self, size: int) -> list[tuple[int, int, int, str]]:
-        try:
-            raw = self.index_path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, PermissionError):
-            return []
-        found = []
-        for line in raw.decode("utf-8", "replace").split("\n"):
-            row, _, check = line.rpartition("\t")
-            if not row.startswith(_ROW_TAG + "\t") or len(check) != 8:
-                continue
-            if f"{zlib.crc32(row.encode()):08x}" != check:
-                continue  # a torn, glued or edited row
-            parts = row.split("\t", 5)
-            if len(parts) < 6 or not parts[2].isdigit() or not parts[3].isdigit():
-                continue
-            start, end = int(parts[2]), int(parts[3])
-            if 0 <= start < end <= size:
-                found.append((start, end, int(parts[4], 16), row))
-        found.sort(key=lambda item: item[0])
-        return found
+    def _trust(self, index: bytes, data: mmap.mmap, size: int) -> bool:
+        """Whether the last complete row vouches for every row and sample byte before it."""
+        if b"\n" not in index:
+            return False
+        body = index[:-1] if index.endswith(b"\n") else index[: index.rfind(b"\n")]
+        cut = body.rfind(b"\n") + 1
+        fields = _own_check(body[cut:].decode("utf-8", "replace"))
+        if fields is None or not fields[_F_END].isdigit() or int(fields[_F_END]) > size:
+            return False
+        if zlib.crc32(index[:cut]) != int(fields[-1], 16):
+            return False
+        with memoryview(data) as view:
+            return zlib.crc32(view[: int(fields[_F_END])]) == int(fields[-2], 16)
 
-    def _rows(self, data: mmap.mmap, size: int) -> list[str]:
-        view = memoryview(data)
+    def _rows(self, data: mmap.mmap, size: int) -> list[list[str]]:
         try:
-            rows: list[str] = []
-            position, line = 0, 1  # byte offset and line number of the first byte not yet accounted for
-            for start, end, crc, row in self._index_rows(size):
-                if start < position or data[end - 1] != 10 or (start and data[start - 1] != 10):
-                    continue  # overlaps a range already read, or is not a whole line of this file
-                if zlib.crc32(view[start:end]) != crc:
+            index = self.index_path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            index = b""
+        self.trusted = trusted = bool(index) and self._trust(index, data, size)
+        rows: list[list[str]] = []
+        position, line = 0, 1  # byte offset and line number of the first byte not yet accounted for
+        seen, width, tabs, tag = self.seen, _F_REST + 1, _TABS_IN_REST, _ROW_TAG
+        with memoryview(data) as view:
+            for text in index.decode("utf-8", "replace").split("\n"):
+                fields = text.split("\t", _F_REST)
+                if len(fields) != width or fields[0] != tag or fields[-1].count("\t") != tabs or text[-9] != "\t":
+                    continue  # not a complete row (a torn fragment): its sample is parsed below
+                if not trusted and _own_check(text) is None:
+                    continue
+                try:
+                    start, end = int(fields[_F_START]), int(fields[_F_END])
+                except ValueError:
+                    continue
+                if start < position or end > size:
+                    continue  # overlaps what was read already, or lies past the end of the file
+                if not trusted and not (
+                    data[end - 1] == 10 and (start == 0 or data[start - 1] == 10)
+                    and zlib.crc32(view[start:end]) == int(fields[_F_CRC], 16)
+                ):  # fmt: skip
                     continue  # the bytes there are not the line the row describes
                 if start > position:
                     line = self._parse(data, position, start, line, rows)
-                self._keep(row, line, rows)
+                sample_id = fields[_F_ID]
+                if sample_id in seen:
+                    self._duplicate(sample_id, line)
+                else:
+                    seen[sample_id] = (self.samples_path, line)
+                    rows.append(fields)
                 position, line = end, line + 1
-            if position < size:
-                self._parse(data, position, size, line, rows)
-            return rows
-        finally:
-            view.release()
+        if position < size:
+            self._parse(data, position, size, line, rows)
+        return rows
 
-    def _keep(self, row: str, line: int, rows: list[str]) -> None:
-        sample_id = row.split("\t", 2)[_F_ID]
-        first = self.seen.get(sample_id)
-        where = f"{self.samples_path}:{line}"
-        if first is not None:
-            self.problems.append(
-                Problem(self.samples_path, line, f"duplicate of sample {sample_id} first read at {first}; counted once",
-                        kind=DUPLICATE, sample_id=sample_id)
-            )  # fmt: skip
-            return
-        if sample_id:
-            self.seen[sample_id] = where
-        rows.append(row)
+    def _duplicate(self, sample_id: str, line: int) -> None:
+        path, first = self.seen[sample_id]
+        self.problems.append(
+            Problem(self.samples_path, line, f"duplicate of sample {sample_id} first read at {path}:{first}; "
+                    "counted once", kind=DUPLICATE, sample_id=sample_id)
+        )  # fmt: skip
 
-    def _parse(self, data: mmap.mmap, begin: int, stop: int, line: int, rows: list[str]) -> int:
+    def _parse(self, data: mmap.mmap, begin: int, stop: int, line: int, rows: list[list[str]]) -> int:
         """Parse the whole lines in data[begin:stop] (begin is a line start); returns the next line number."""
         position = begin
         while position < stop:
@@ -432,7 +521,14 @@ class _Reader:
                 sample = _decode(self.samples_path, line, stripped, raw.endswith(b"\n"), self.problems)
                 if sample is not None:
                     self.parsed += 1
-                    self._keep(_row_of(sample, position, end, zlib.crc32(raw)), line, rows)
+                    fields = _row_of(sample, position, end, zlib.crc32(raw)).split("\t", _F_REST)
+                    sample_id = fields[_F_ID]
+                    if sample_id and sample_id in self.seen:
+                        self._duplicate(sample_id, line)
+                    else:
+                        if sample_id:
+                            self.seen[sample_id] = (self.samples_path, line)
+                        rows.append(fields)
             position, line = end, line + 1
         return line
 
@@ -502,7 +598,9 @@ class Store:
                 highest = max(highest, trial)
         return highest
 
-    def cell_rows(self, cell: Cell, problems: list[Problem], seen: dict[str, str] | None = None) -> list[str]:
+    def cell_rows(
+        self, cell: Cell, problems: list[Problem], seen: dict[str, tuple[Path, int]] | None = None
+    ) -> list[list[str]]:
         """The cell's samples as checked index rows in file order, each sample id once (the one
         reader behind counting, fill, summaries and reports; see _Reader)."""
         reader = _Reader(self.samples_path(cell), self.index_path(cell), problems, {} if seen is None else seen)
@@ -562,14 +660,7 @@ class Store:
                 end = _append_bytes(path, payload)
             except OSError as exc:
                 raise StoreError(f"could not write to the store {self.root}: {_cause(exc)}") from exc
-            rows, position = [], end - len(payload)
-            for sample, line in lines:
-                rows.append(_index_line(_row_of(sample, position, position + len(line), zlib.crc32(line))))
-                position += len(line)
-            try:  # the index is a cache (see _Reader): written without fsync, checked on reading
-                _append_bytes(self.index_path(cell), b"".join(rows), sync=False)
-            except OSError:
-                pass  # the samples are recorded; reading parses what the index lacks
+            _append_index(self, cell, end - len(payload), lines)
 
     def read_cell(self, cell: Cell) -> CellContents:
         """Every sample of the cell, fully parsed (a sample id seen before is a duplicate problem)."""
@@ -664,21 +755,27 @@ class Store:
             lock.release()
 
 
-def count_rows(rows: Sequence[str], definition: Definition | None, problems: Sequence[Problem]) -> CellCount:
-    """Tally a cell's rows (Store.cell_rows) against its current definition."""
+def count_rows(rows: Sequence[list[str]], definition: Definition | None, problems: Sequence[Problem]) -> CellCount:
+    """Tally a cell's rows (Store.cell_rows) against its current definition (Definition.is_current,
+    written out here because collection counts every sample of a sweep)."""
     count = CellCount(problems=list(problems))
     count.duplicates = [p.sample_id for p in problems if p.kind == DUPLICATE]
+    if definition is None:
+        count.current = sum(1 for fields in _effective(rows) if fields[_F_STATUS] == STATUS_SCORED)
+        return count
+    pooled = {definition.conditions} | ({definition.legacy} if definition.legacy else set())
+    scorings = {definition.scoring} | ({definition.legacy} if definition.legacy else set())
+    current = stale = other = 0
     for fields in _effective(rows):
         if fields[_F_STATUS] != STATUS_SCORED:
             continue
-        if definition is None:
-            count.current += 1
-        elif definition.is_current(STATUS_SCORED, fields[_F_OUTCOME], fields[_F_CONDITIONS], fields[_F_SCORING]):
-            count.current += 1
-        elif definition.pools(fields[_F_CONDITIONS]):
-            count.stale_scoring += 1
+        if fields[_F_CONDITIONS] not in pooled:
+            other += 1
+        elif fields[_F_OUTCOME] not in CHECKER_OUTCOMES or fields[_F_SCORING] in scorings:
+            current += 1
         else:
-            count.other_conditions += 1
+            stale += 1
+    count.current, count.stale_scoring, count.other_conditions = current, stale, other
     return count
 
 
@@ -707,8 +804,8 @@ def read_summaries(
     if cells is None:
         cells = sorted({cell for store in stores for cell in store.cells()})
     for cell in cells:
-        seen: dict[str, str] = {}
-        rows: list[str] = []
+        seen: dict[str, tuple[Path, int]] = {}
+        rows: list[list[str]] = []
         for store in stores:
             rows.extend(store.cell_rows(cell, problems, seen))
         definition = (definitions or {}).get((cell.arm, cell.task))
@@ -745,7 +842,7 @@ class StoreSet:
 
     def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
         problems: list[Problem] = []
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[Path, int]] = {}
         rows = [row for store in self.stores for row in store.cell_rows(cell, problems, seen)]
         return count_rows(rows, definition, problems)
 
@@ -774,7 +871,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
     cells = sorted({cell for source in sources for cell in source.cells()})
     with dest._locked():
         for cell in cells:
-            seen: dict[str, str] = {}
+            seen: dict[str, tuple[Path, int]] = {}
             dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
             next_trial = dest.highest_trial(cell) + 1
             renumbered: dict[str, int] = {}
@@ -787,7 +884,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                     if sample_id in seen:
                         result.already_there += 1
                         continue
-                    seen[sample_id] = f"{source.root}"
+                    seen[sample_id] = (source.samples_path(cell), 0)
                     merged = dict(sample)
                     if sample.get("status") == STATUS_RESCORE:
                         target = renumbered.get(str(sample.get("rescore_of")))
@@ -826,12 +923,17 @@ def _merge_batch(
         _append_bytes(dest.reservations_path(cell), _json_line({"trials": numbers, "sitting": sitting}))
     payload = b"".join(line for _, line in batch)
     end = _append_bytes(dest.samples_path(cell), payload)
-    rows, position = [], end - len(payload)
-    for sample, line in batch:
-        rows.append(_index_line(_row_of(sample, position, position + len(line), zlib.crc32(line))))
-        position += len(line)
-    with contextlib.suppress(OSError):
-        _append_bytes(dest.index_path(cell), b"".join(rows), sync=False)
+    _append_index(dest, cell, end - len(payload), batch)
+
+
+def _append_index(store: Store, cell: Cell, start: int, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
+    """Index rows for lines appended at `start` (under the lock). The index is a cache: written
+    without fsync, and a failure to write it loses nothing (reading parses what it lacks)."""
+    try:
+        rows = _index_rows_for(store.samples_path(cell), store.index_path(cell), start, lines)
+        _append_bytes(store.index_path(cell), rows, sync=False)
+    except OSError:
+        pass
 
 
 def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:

@@ -168,7 +168,7 @@ def test_count_current_uses_the_index_and_the_samples_written_after_it(tmp_path:
     store = Store(tmp_path)
     store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
     store.append({**make_sample(2, status="invalid"), "provenance": {"fingerprint": "fp"}})
-    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b2\tid-cli-count-open-1\t0\t")
+    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b3\tid-cli-count-open-1\t0\t")
     # a sample that reached the samples file but not the index (a crash between the two writes)
     with store.samples_path(CELL).open("ab") as handle:
         handle.write((json.dumps({**make_sample(3), "provenance": {"fingerprint": "fp"}}) + "\n").encode())

@@ -122,7 +122,8 @@ def stale_after_crash_between_sample_and_index(store: Store) -> None:
 
 
 def plausible_wrong_offsets(store: Store) -> None:
-    """Rows re-signed with offsets of other real line boundaries: every row checks out as a row."""
+    """Rows re-signed with offsets of other real line boundaries: every row checks out as a row
+    (its own checksum holds), but none names its own line."""
     path = store.index_path(CELL)
     rows = [line.rstrip(b"\n").decode().rsplit("\t", 1)[0].split("\t") for line in _lines(path)]
     ranges = [(row[2], row[3]) for row in rows]
