@@ -223,15 +223,19 @@ def _fsync_directory(directory: Path) -> None:
 
 # -- the index: a cache that only accelerates ----------------------------------------------------
 # One tab-separated row per appended sample, beside the samples file: what counting and reports need
-# of the sample, the byte range of its line and the line's CRC-32, then three checksums:
+# of the sample, the byte range of its line and the line's CRC-32, then:
 #   chain  CRC-32 of the samples file from its first byte to the end of this row's line,
 #   prior  CRC-32 of the index file before this row,
+#   seen   the samples file's size, inode and change time (ctime, which no user can set) after the
+#          append that wrote this row,
 #   own    CRC-32 of the row's text.
-# Reading first checks the last row: when its chain and prior checksums match the two files (two
-# C-speed passes), every row before it describes the very bytes that are there, and only complete
-# rows are used (a torn fragment is skipped, and its sample parsed). When they do not match (a hand
-# edit, a truncated or copied file, a lost row), every row is checked on its own: its own checksum,
-# a range that starts at a line start and ends at a newline, and the CRC-32 of the line it names.
+# Reading first checks the last row: when its prior checksum matches the index and either the samples
+# file is the one it saw (same size, inode and ctime: nothing touched it since) or its chain
+# checksum matches the samples file (one C-speed pass), every row before it describes the very bytes
+# that are there, and only complete rows are used (a torn fragment is skipped, its sample parsed).
+# When that fails (a hand edit, a truncated or copied file, a lost row), every row is checked on its
+# own: its own checksum, a range that starts at a line start and ends at a newline, and the CRC-32 of
+# the line it names.
 # Whatever no valid row covers is parsed from the samples file itself, and rows and parsed samples
 # are encoded the same way (_row_of), so an answer never depends on the index.
 _ROW_TAG = "b3"
@@ -243,7 +247,7 @@ _ROW_FIELDS = (
  _F_REST) = range(11)  # fmt: skip
 # A row is kept split only as far as counting needs (_F_REST holds the rest, split for reports).
 (_R_TOKENS, _R_TURNS, _R_DURATION, _R_COST, _R_MODEL, _R_TIER, _R_BONUS, _R_STARTED, _R_TRIAL, _R_SITTING) = range(10)
-_ROW_LENGTH = len(_ROW_FIELDS) + 3  # plus chain, prior, own
+_ROW_LENGTH = len(_ROW_FIELDS) + 4  # plus chain, prior, seen, own
 _TABS_IN_REST = _ROW_LENGTH - 1 - _F_REST  # tabs in the unsplit rest of a complete index line
 INDEX_TAIL_BYTES = 16 * 1024
 
@@ -277,8 +281,12 @@ def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
     return "\t".join(_clean(value) for value in fields)
 
 
-def _signed(row: str, chain: int, prior: int) -> bytes:
-    text = f"{row}\t{chain:08x}\t{prior:08x}"
+def _seen(stat: os.stat_result) -> str:
+    return f"{stat.st_size}:{stat.st_ino}:{stat.st_ctime_ns}"
+
+
+def _signed(row: str, chain: int, prior: int, seen: str) -> bytes:
+    text = f"{row}\t{chain:08x}\t{prior:08x}\t{seen}"
     return f"{text}\t{zlib.crc32(text.encode()):08x}\n".encode()
 
 
@@ -312,20 +320,21 @@ def _index_rows_for(samples: Path, index: Path, start: int, lines: Sequence[tupl
         if fields is not None and (len(lines_in_tail) == 2 or index_size <= INDEX_TAIL_BYTES):
             last = fields
     if last is not None:
-        prior = zlib.crc32(last_bytes, int(last[-1], 16))  # the index before the last row, plus it
+        prior = zlib.crc32(last_bytes, int(last[-2], 16))  # the index before the last row, plus it
     else:
         prior = _crc_of_file(index, index_size)
         if index_size and not tail.endswith(b"\n"):
             prior = zlib.crc32(b"\n", prior)  # _append_bytes terminates a torn row first
     if last is not None and int(last[_F_END]) == start:
-        chain = int(last[-2], 16)
+        chain = int(last[-3], 16)
     else:
         chain = _crc_of_file(samples, start)
     out = []
     position = start
+    seen = _seen(os.stat(samples))
     for sample, line in lines:
         chain = zlib.crc32(line, chain)
-        signed = _signed(_row_of(sample, position, position + len(line), zlib.crc32(line)), chain, prior)
+        signed = _signed(_row_of(sample, position, position + len(line), zlib.crc32(line)), chain, prior, seen)
         prior = zlib.crc32(signed, prior)
         out.append(signed)
         position += len(line)
@@ -440,41 +449,44 @@ class _Reader:
         """The cell's samples as index rows (field lists), in file order, each sample id once."""
         try:
             with self.samples_path.open("rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if size == 0:
+                stat = os.fstat(handle.fileno())
+                if stat.st_size == 0:
                     return []
                 with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    return self._rows(data, size)
+                    return self._rows(data, stat)
         except FileNotFoundError:
             return []
 
-    def _trust(self, index: bytes, data: mmap.mmap, size: int) -> bool:
+    def _trust(self, index: bytes, data: mmap.mmap, stat: os.stat_result) -> bool:
         """Whether the last complete row vouches for every row and sample byte before it."""
         if b"\n" not in index:
             return False
         body = index[:-1] if index.endswith(b"\n") else index[: index.rfind(b"\n")]
         cut = body.rfind(b"\n") + 1
         fields = _own_check(body[cut:].decode("utf-8", "replace"))
-        if fields is None or not fields[_F_END].isdigit() or int(fields[_F_END]) > size:
+        if fields is None or not fields[_F_END].isdigit() or int(fields[_F_END]) > stat.st_size:
             return False
-        if zlib.crc32(index[:cut]) != int(fields[-1], 16):
+        if zlib.crc32(index[:cut]) != int(fields[-2], 16):
             return False
+        if fields[-1] == _seen(stat):
+            return True  # the samples file is untouched since this row was written
         with memoryview(data) as view:
-            return zlib.crc32(view[: int(fields[_F_END])]) == int(fields[-2], 16)
+            return zlib.crc32(view[: int(fields[_F_END])]) == int(fields[-3], 16)
 
-    def _rows(self, data: mmap.mmap, size: int) -> list[list[str]]:
+    def _rows(self, data: mmap.mmap, stat: os.stat_result) -> list[list[str]]:
+        size = stat.st_size
         try:
             index = self.index_path.read_bytes()
         except (FileNotFoundError, IsADirectoryError, PermissionError):
             index = b""
-        self.trusted = trusted = bool(index) and self._trust(index, data, size)
+        self.trusted = trusted = bool(index) and self._trust(index, data, stat)
         rows: list[list[str]] = []
         position, line = 0, 1  # byte offset and line number of the first byte not yet accounted for
         seen, width, tabs, tag = self.seen, _F_REST + 1, _TABS_IN_REST, _ROW_TAG
         with memoryview(data) as view:
             for text in index.decode("utf-8", "replace").split("\n"):
                 fields = text.split("\t", _F_REST)
-                if len(fields) != width or fields[0] != tag or fields[-1].count("\t") != tabs or text[-9] != "\t":
+                if len(fields) != width or fields[0] != tag or fields[-1].count("\t") != tabs or text[-9:-8] != "\t":
                     continue  # not a complete row (a torn fragment): its sample is parsed below
                 if not trusted and _own_check(text) is None:
                     continue

@@ -206,9 +206,15 @@ def test_index_rows_are_used_when_they_check_out(tmp_path: Path) -> None:
     store = build(tmp_path)
     reader = _Reader(store.samples_path(CELL), store.index_path(CELL), [], {})
     assert len(reader.rows()) == 8 and reader.parsed == 0  # nothing parsed: the index is complete
+    assert reader.trusted  # the last row vouched for all of them
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "real", copy / "real")  # another inode and ctime: the chain checksum decides
+    reader = _Reader(Store(copy).samples_path(CELL), Store(copy).index_path(CELL), [], {})
+    assert len(reader.rows()) == 8 and reader.parsed == 0 and reader.trusted
     index_lost_a_line(store)
     reader = _Reader(store.samples_path(CELL), store.index_path(CELL), [], {})
     assert len(reader.rows()) == 8 and reader.parsed == 1  # exactly the line the index lacks
+    assert not reader.trusted
 
 
 def test_several_stores_read_as_one_each_sample_once(tmp_path: Path) -> None:
