@@ -97,6 +97,13 @@ def test_conditions_and_scoring_hold_what_the_readme_says(tmp_path: Path) -> Non
     edited = edited.replace('intent = "Say hello."', 'intent = "Say hello, please."')
     (tmp_path / "bench.toml").write_text(edited)
     assert load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions != base.conditions
+    with_env = edited.replace('bootstrap = "The shell is available."', 'bootstrap = "The shell is available."\nenv = { DATA = "/home/a" }')
+    (tmp_path / "bench.toml").write_text(with_env)
+    named = load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions
+    (tmp_path / "bench.toml").write_text(with_env.replace("/home/a", "/Users/b"))
+    assert load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions == named  # values: no
+    (tmp_path / "bench.toml").write_text(with_env.replace("DATA", "DATA_DIR"))
+    assert load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions != named  # names: yes
 
 
 def test_a_corrected_fact_then_rescore_then_fill_needs_no_new_trial(pytester: pytest.Pytester) -> None:

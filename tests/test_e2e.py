@@ -159,6 +159,7 @@ def test_a_model_api_error_is_an_error_not_an_agent_failure(pytester: pytest.Pyt
     result.assert_outcomes(errors=1)
     (sample,) = samples(pytester, "bare", "say-hello")
     assert sample["status"] == "error" and "model API error 500" in sample["reason"]
+    assert sample["usage"]["total"] is None and sample["turns"] == 0  # no response: unknown, not zero
 
 
 def test_scripted_samples_never_mix_with_real_ones(pytester: pytest.Pytester) -> None:

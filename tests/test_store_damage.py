@@ -260,3 +260,16 @@ def test_merge_keeps_trial_numbers_unique_and_each_sample_once(tmp_path: Path) -
     again = merge_stores([two], one, sitting="merge-again")
     assert again.appended == 0 and again.already_there == 3  # merging twice changes nothing
     assert one.definitions_path("x").read_text() == two.definitions_path("x").read_text()
+
+
+def test_verdicts_of_an_older_scoring_are_set_apart_in_reports(tmp_path: Path) -> None:
+    report = build_report(build(tmp_path), ReportSettings(floor=3, fingerprint_policy="group",
+                                                          definitions={("cli", "close-bug"): DEFINITION}))  # fmt: skip
+    (cell,) = report.cells
+    assert (cell.fingerprint, cell.scored) == ("C", 4)  # 1, 2, 3 (rescored), 7 (schema 1 of this definition)
+    groups = {group.fingerprint: group.samples for group in cell.groups}
+    assert groups == {"C": 5, "stale-scoring:S-old": 1, "C-old": 1}  # 5: the invalid trial is in C too
+    # Without the bench (benchcell report without --config) samples pool by conditions alone, and the
+    # schema-1 sample is a group of its own: here the newest, so it is the one used.
+    unknown = build_report(build(tmp_path / "two"), ReportSettings(floor=3, fingerprint_policy="group"))
+    assert {group.fingerprint: group.samples for group in unknown.cells[0].groups} == {"L": 1, "C": 5, "C-old": 1}
