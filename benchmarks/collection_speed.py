@@ -252,8 +252,8 @@ def breakdown(root: Path, definitions: dict) -> None:
     scan_s = time.perf_counter() - t0
     print("  where the time goes (the same store calls, timed in this process):")
     print(f"    Store.count_current over all {len(cells)} cells: {count_s:.2f} s, made once per collect-only sitting "
-          f"(planning); it validates every index row against its line (CRC-32) instead of parsing JSON "
-          f"(reading every sample line alone takes {scan_s:.2f} s)")
+          f"(planning); it checks the index's last row against the index and the samples file, then reads "
+          f"the rows instead of parsing JSON (reading every sample line alone takes {scan_s:.2f} s)")
     print(f"    Store.preview_trials over all cells: {preview_s:.2f} s (reads the small .trials files)")
 
 

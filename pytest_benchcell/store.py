@@ -153,15 +153,20 @@ def _parse_jsonl(path: Path, problems: list[Problem], seen: dict[str, str] | Non
 RESERVATION_TAIL_BYTES = 64 * 1024
 
 
-def _last_reserved(path: Path) -> int:
-    """The highest number in the last readable line of a reservations file (0 if none)."""
+def _tail(path: Path, limit: int) -> tuple[int, bytes]:
+    """(file size, its last `limit` bytes); (0, b"") for a missing file."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - RESERVATION_TAIL_BYTES))
-            tail = handle.read()
+            handle.seek(max(0, size - limit))
+            return size, handle.read()
     except FileNotFoundError:
-        return 0
+        return 0, b""
+
+
+def _last_reserved(path: Path) -> int:
+    """The highest number in the last readable line of a reservations file (0 if none)."""
+    _, tail = _tail(path, RESERVATION_TAIL_BYTES)
     for raw in reversed(tail.splitlines()):
         try:
             return max(int(n) for n in json.loads(raw)["trials"])
@@ -305,13 +310,7 @@ def _index_rows_for(samples: Path, index: Path, start: int, lines: Sequence[tupl
     The chain continues from the index's last row when that row ends where the new lines begin
     (the common case: reading a small tail of the index); otherwise the samples file before `start`
     is read once to restart it, which heals the chain after any damage."""
-    try:
-        with index.open("rb") as handle:
-            index_size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, index_size - INDEX_TAIL_BYTES))
-            tail = handle.read()
-    except FileNotFoundError:
-        index_size, tail = 0, b""
+    index_size, tail = _tail(index, INDEX_TAIL_BYTES)
     last = None
     if tail.endswith(b"\n"):
         lines_in_tail = tail[:-1].rsplit(b"\n", 1)
