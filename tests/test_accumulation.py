@@ -177,6 +177,18 @@ def test_sitting_summary_and_fill_equal_a_full_parse_under_damage(pytester: pyte
     result.stdout.fnmatch_lines([f"    scored samples of the current definition: {truth} -> {truth} (*"])
     items = [line for line in result.stdout.lines if line.startswith("bench.toml::bare-say-hello-t")]
     assert len(items) == 8 - truth
+    stale = sum(
+        s["status"] == "scored" and definition.pools(conditions_of(s))
+        and not definition.is_current(s["status"], s["outcome"], conditions_of(s), scoring_of(s))
+        for s in effective_samples(store.read_cell(cell).samples)
+    )  # fmt: skip
+    if stale:
+        result.stdout.fnmatch_lines([f"    {stale} more scored under an older scoring definition*"])
+    else:
+        assert "older scoring definition" not in result.stdout.str()
+    if damage.__name__ == "samples_line_duplicated":
+        first = store.read_cell(cell).samples[0]["id"]
+        result.stdout.fnmatch_lines([f"    1 duplicate sample line(s) counted once: {first}"])
 
 
 # -- failing writes ---------------------------------------------------------------------------------------
@@ -283,6 +295,9 @@ def _failing_append(path, payload, *, sync=True):
 
 store_module._append_bytes = _failing_append
 
+def pytest_unconfigure(config):  # the run is in-process: leave the module as it was
+    store_module._append_bytes = _real_append
+
 def pytest_benchcell_update_sample(trial, sample):
     if trial.trial == 2:
         sample["padding"] = "x" * 60000
@@ -302,6 +317,9 @@ def _failing_append(path, payload, *, sync=True):
     return _real_append(path, payload, sync=sync)
 
 store_module._append_bytes = _failing_append
+
+def pytest_unconfigure(config):  # the run is in-process: leave the module as it was
+    store_module._append_bytes = _real_append
 
 def pytest_benchcell_update_sample(trial, sample):
     if trial.trial == 2:
