@@ -251,10 +251,13 @@ def _absorb_message(message: Any, result: AgentResult) -> None:
     from claude_agent_sdk import AssistantMessage, ResultMessage, ToolResultBlock, ToolUseBlock, UserMessage
 
     if isinstance(message, AssistantMessage):
-        # One API reply can arrive as several messages (one per content block), with one id.
-        reply = message.message_id or f"reply-{len(result.reply_ids)}"
-        if reply not in result.reply_ids:
-            result.reply_ids.append(reply)
+        # One API reply can arrive as several messages (one per content block), with one id. The CLI
+        # reports a failed API call as an assistant message of its own (model "<synthetic>", with
+        # `error` set): that is no reply of the model.
+        if message.error is None and message.model != "<synthetic>":
+            reply = message.message_id or f"reply-{len(result.reply_ids)}"
+            if reply not in result.reply_ids:
+                result.reply_ids.append(reply)
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 result.transcript.append(
