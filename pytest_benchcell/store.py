@@ -240,7 +240,10 @@ def _fsync_directory(directory: Path) -> None:
 # that are there, and only complete rows are used (a torn fragment is skipped, its sample parsed).
 # When that fails (a hand edit, a truncated or copied file, a lost row), every row is checked on its
 # own: its own checksum, a range that starts at a line start and ends at a newline, and the CRC-32 of
-# the line it names.
+# the line it names. The next append restarts the chain over the samples file when its last row no
+# longer ends where the file does (a lost row after a crash, a truncated or edited samples file), so
+# the fast check holds again; an index edited by hand in its middle stays on the row-by-row check
+# (correct, about twice as slow) until it is removed: the next append then writes a complete one.
 # Whatever no valid row covers is parsed from the samples file itself, and rows and parsed samples
 # are encoded the same way (_row_of), so an answer never depends on the index.
 _ROW_TAG = "b3"
@@ -939,12 +942,39 @@ def _merge_batch(
 
 def _append_index(store: Store, cell: Cell, start: int, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
     """Index rows for lines appended at `start` (under the lock). The index is a cache: written
-    without fsync, and a failure to write it loses nothing (reading parses what it lacks)."""
+    without fsync, and a failure to write it loses nothing (reading parses what it lacks). A cell
+    without an index (a store written by an earlier plugin, or an index removed by hand) gets one
+    for all its samples first, once."""
+    samples, index = store.samples_path(cell), store.index_path(cell)
     try:
-        rows = _index_rows_for(store.samples_path(cell), store.index_path(cell), start, lines)
-        _append_bytes(store.index_path(cell), rows, sync=False)
+        if start and not index.exists():
+            _append_bytes(index, _whole_index(samples, start), sync=False)
+        _append_bytes(index, _index_rows_for(samples, index, start, lines), sync=False)
     except OSError:
         pass
+
+
+def _whole_index(samples: Path, stop: int) -> bytes:
+    """Index rows for every readable line in the first `stop` bytes of a samples file."""
+    chain = prior = position = 0
+    out = []
+    seen = _seen(os.stat(samples))
+    with samples.open("rb") as handle:
+        for raw in handle:
+            end = position + len(raw)
+            if end > stop:
+                break
+            chain = zlib.crc32(raw, chain)
+            try:
+                sample = json.loads(raw)
+            except ValueError:
+                sample = None
+            if isinstance(sample, dict):
+                row = _signed(_row_of(sample, position, end, zlib.crc32(raw)), chain, prior, seen)
+                prior = zlib.crc32(row, prior)
+                out.append(row)
+            position = end
+    return b"".join(out)
 
 
 def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:

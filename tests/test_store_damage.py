@@ -273,3 +273,18 @@ def test_verdicts_of_an_older_scoring_are_set_apart_in_reports(tmp_path: Path) -
     # schema-1 sample is a group of its own: here the newest, so it is the one used.
     unknown = build_report(build(tmp_path / "two"), ReportSettings(floor=3, fingerprint_policy="group"))
     assert {group.fingerprint: group.samples for group in unknown.cells[0].groups} == {"L": 1, "C": 5, "C-old": 1}
+
+
+def test_a_cell_without_an_index_gets_one_at_its_next_append(tmp_path: Path) -> None:
+    from pytest_benchcell.store import _Reader
+
+    store = build(tmp_path)
+    with store.samples_path(CELL).open("ab") as handle:
+        handle.write(b'{"torn')  # a torn fragment the rebuilt index must leave to the parser
+    store.index_path(CELL).unlink()  # as in a store written by an earlier plugin (it kept `.index`)
+    store.append(sample(8))
+    problems: list = []
+    reader = _Reader(store.samples_path(CELL), store.index_path(CELL), problems, {})
+    assert len(reader.rows()) == 9 and reader.parsed == 0 and reader.trusted
+    assert [p.line for p in problems] == [9]  # the fragment is still reported, on its own line
+    assert answers(store) == answers(without_index(store, tmp_path / "parsed"))
