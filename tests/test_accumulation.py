@@ -282,29 +282,10 @@ def test_a_store_folder_gone_mid_sitting_stops_it_and_is_not_recreated(pytester:
     assert not store.exists()
 
 
-INJECTED = '''
-import errno
-import pytest_benchcell.store as store_module
-
-_real_append = store_module._append_bytes
-
-def _failing_append(path, payload, *, sync=True):
-    if path.suffix == ".jsonl" and len(payload) > 20000:
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
-    return _real_append(path, payload, sync=sync)
-
-store_module._append_bytes = _failing_append
-
-def pytest_unconfigure(config):  # the run is in-process: leave the module as it was
-    store_module._append_bytes = _real_append
-
-def pytest_benchcell_update_sample(trial, sample):
-    if trial.trial == 2:
-        sample["padding"] = "x" * 60000
-'''
-
-
-NO_ROOM = '''
+def failing_disk(fails: str, on_trial_2: str) -> str:
+    """A conftest that makes the store's appends fail with ENOSPC when `fails` (an expression of
+    path, payload and FULL) holds, and runs `on_trial_2` in the update hook of trial 2."""
+    return f'''
 import errno
 import pytest_benchcell.store as store_module
 
@@ -312,7 +293,7 @@ _real_append = store_module._append_bytes
 FULL = []
 
 def _failing_append(path, payload, *, sync=True):
-    if FULL and path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" and ({fails}):
         raise OSError(errno.ENOSPC, "No space left on device")
     return _real_append(path, payload, sync=sync)
 
@@ -323,8 +304,12 @@ def pytest_unconfigure(config):  # the run is in-process: leave the module as it
 
 def pytest_benchcell_update_sample(trial, sample):
     if trial.trial == 2:
-        FULL.append(True)  # from here on the disk has no room at all, not even for an error sample
+        {on_trial_2}
 '''
+
+
+INJECTED = failing_disk("len(payload) > 20000", 'sample["padding"] = "x" * 60000  # too big for what is left')
+NO_ROOM = failing_disk("FULL", "FULL.append(True)  # from here on no room at all, not even for an error sample")
 
 
 def test_a_full_disk_with_no_room_stops_the_sitting_with_one_message(pytester: pytest.Pytester) -> None:
