@@ -554,7 +554,13 @@ def _summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: in
         return _empty_cell(arm, task, TaskInfo(""))
     # Newest = the fingerprint seen most recently; ties broken by name so the choice is stable. Verdicts
     # of an older scoring definition are never the ones used (a rescore brings them up to date).
-    used = max(groups.values(), key=lambda g: (not g.fingerprint.startswith(STALE_PREFIX), g.last_seen, g.fingerprint))
+    usable = [group for group in groups.values() if not group.fingerprint.startswith(STALE_PREFIX)]
+    if not usable:
+        any_group = next(iter(groups.values()))
+        empty = _empty_cell(arm, task, TaskInfo(any_group.tier, any_group.bonus))
+        summaries = [group.summary(False) for group in groups.values()]
+        return dataclasses.replace(empty, left_out_older=sum(g.samples for g in groups.values()), groups=summaries)
+    used = max(usable, key=lambda g: (g.last_seen, g.fingerprint))
     summaries = sorted(
         (group.summary(group is used) for group in groups.values()),
         key=lambda g: (g.last_seen, g.fingerprint),

@@ -105,9 +105,9 @@ def sitting_spend(store: Store, cells: Sequence[Cell], sitting_id: str, weights:
     """Cost-equivalent tokens the sitting's samples used so far (read back from the shared store,
     so every xdist worker and the controller see the same figure)."""
     spent = 0.0
-    for sample in store.iter_samples([], cells=cells):
-        if sample.get("sitting") == sitting_id:
-            spent += cost_equivalent((sample.get("usage") or {}).get("total"), weights)
+    for sample in store.iter_summaries([], cells=cells):  # the checked index: no transcript is parsed
+        if sample["sitting"] == sitting_id:
+            spent += cost_equivalent(sample["usage"]["total"], weights)
     return spent
 
 

@@ -119,6 +119,12 @@ def test_a_corrected_fact_then_rescore_then_fill_needs_no_new_trial(pytester: py
         "    3 more scored under an older scoring definition*--bench-rescore*",
     ])  # fmt: skip
 
+    stale = pytester.runpytest("--bench-report-json", "stale.json", "--bench-scripted")
+    assert stale.ret == 0
+    cell = next(c for c in json.loads((pytester.path / "stale.json").read_text())["cells"]
+                if (c["arm"], c["task"]) == ("bare", "say-hello"))  # fmt: skip
+    assert (cell["scored"], cell["left_out_older"], cell["coverage"]) == (0, 3, "missing")  # verdicts of old facts
+
     rescore = pytester.runpytest("--bench-rescore", "--bench-scripted")
     rescore.stdout.fnmatch_lines(["re-scored 3 stored samples in * 0 verdicts changed, 3 kept their verdict*"])
     assert "->" not in rescore.stdout.str()
