@@ -104,11 +104,11 @@ async def _bare(folder: Path, *, guard_hook: bool = False, launcher: bool = Fals
 
             extra["hooks"] = {"PreToolUse": [HookMatcher(matcher=None, hooks=[allow])]}
         if launcher:
-            from pytest_benchcell import guard
+            from pytest_benchcell import isolation
             from pytest_benchcell.agent import bundled_cli
-            from pytest_benchcell.hygiene import cli_wrapper, curated_bin, removed_variables
+            from pytest_benchcell.isolation.hygiene import cli_wrapper, curated_bin, removed_variables
 
-            env["PATH"] = str(curated_bin(folder / "bin", (), guard.HARMLESS_UTILITIES, os.environ.get("PATH", "")))
+            env["PATH"] = str(curated_bin(folder / "bin", (), isolation.HARMLESS_UTILITIES, os.environ.get("PATH", "")))
             env["SHELL"] = "/bin/bash"
             extra["cli_path"] = str(cli_wrapper(folder / "launcher", bundled_cli(), removed_variables(os.environ, env)))
         options = ClaudeAgentOptions(

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checker, guard
+from . import __version__, checker, isolation
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
-from .audit import find_leaks
-from .hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+from .isolation.tool_audit import find_leaks
+from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .environment import Environment, TrialInfo
 from .sample import (
@@ -85,25 +85,25 @@ RecordedCallback = Callable[..., None]  # (sample, *, task_unusable: str | None)
 AgentRunner = Callable[[AgentRequest], AgentResult]
 
 
-def arm_rules(arm: Arm, *, for_guard: bool = False) -> guard.ArmRules:
+def arm_rules(arm: Arm, *, for_guard: bool = False) -> isolation.ArmRules:
     """The arm's rules as declared; the in-band guard also lets `guard_exempt` through (a
     deliberate hole for testing that the independent audit catches what the guard let pass)."""
     binaries = set(arm.binaries) | (set(arm.guard_exempt) if for_guard else set())
-    return guard.ArmRules(
+    return isolation.ArmRules(
         arm=arm.name,
         binaries=frozenset(binaries),
         builtin_tools=frozenset(arm.tools),
         mcp_servers=frozenset(server.name for server in arm.mcp_servers),
         subcommand_rules=tuple(
-            guard.SubcommandRule(binary=binary, deny=tuple(denied))
+            isolation.SubcommandRule(binary=binary, deny=tuple(denied))
             for binary, denied in sorted(arm.deny_subcommands.items())
         ),
     )
 
 
-def decide_with(rules: guard.ArmRules) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
+def decide_with(rules: isolation.ArmRules) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
     def decide(tool_name: str, tool_input: Mapping[str, Any]) -> tuple[bool, str]:
-        decision = guard.check_tool_call(tool_name, tool_input, rules)
+        decision = isolation.check_tool_call(tool_name, tool_input, rules)
         return decision.allowed, decision.reason
 
     return decide
@@ -395,7 +395,7 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where
     no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
     search_path = os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
     try:
-        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *arm.guard_exempt), guard.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
+        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *arm.guard_exempt), isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
     except HygieneError as exc:
         raise HarnessError(f"{where}: {exc}") from exc
     env = {
@@ -472,7 +472,7 @@ def _score(
     environment: Environment,
     sample: dict[str, Any],
     result: AgentResult,
-    rules: guard.ArmRules,
+    rules: isolation.ArmRules,
     ground_truth: Any,
 ) -> None:
     task = spec.bench.tasks[spec.task]

@@ -1,4 +1,4 @@
-"""Tests for pytest_benchcell.guard: the corpora in tests/data plus focused checks."""
+"""Tests for pytest_benchcell.isolation: the corpora in tests/data plus focused checks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_benchcell.guard import (
+from pytest_benchcell.isolation import (
     HARMLESS_UTILITIES,
     LAUNCHERS,
     SHELL_BUILTINS_ALLOWED,
