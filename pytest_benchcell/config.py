@@ -29,6 +29,15 @@ WHITESPACE_POLICIES = ("exact", "strip", "collapse")
 CHANGE_OPS = ("set", "append", "add", "remove", "delete")
 DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
 DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
+# The execution audit (isolation/exec_audit.py): "auto" runs it where strace can (the header and
+# every sample say whether it ran), "required" refuses a sitting without it, "off" never runs it.
+EXEC_AUDIT_MODES = ("auto", "required", "off")
+DEFAULT_EXEC_AUDIT = "auto"
+ARGUMENT_RULE_KEYS = ("deny_subcommands", "deny_options", "allow_urls", "value_options")
+OPTION_NAME = re.compile(r"^(-[^-\s]|--[A-Za-z0-9][A-Za-z0-9._-]*)$")
+# An allowed URL prefix: scheme://host[:port]/ (no user info; the "/" after the authority means
+# nothing written after the prefix can change the host or port). Same rule as isolation.arguments.
+URL_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#@\s\\]+/", re.IGNORECASE)
 
 # Claude Code's built-in tools an arm may declare. Anything not declared is unavailable to the arm.
 BUILTIN_TOOLS = (
@@ -75,6 +84,10 @@ class Arm:
     # A deliberate hole for testing the audit: the in-band guard lets these programs through, but
     # they are not the arm's, so the independent audit marks any trial that ran one invalid.
     guard_exempt: tuple[str, ...] = ()
+    # Per binary: deny_subcommands, deny_options, allow_urls, value_options (isolation.arguments).
+    arguments: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    # Per binary: programs it may start itself (the execution audit allows them only below it).
+    helpers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def system_prompt_addition(self) -> str:
@@ -118,6 +131,7 @@ class Bench:
     tasks: Mapping[str, Task]
     ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
     state_policy: Mapping[str, Any] = field(default_factory=dict)  # [checker] table, for checker.StatePolicy
+    exec_audit: str = DEFAULT_EXEC_AUDIT  # auto | required | off
 
     @property
     def root(self) -> Path:
@@ -145,6 +159,9 @@ class Bench:
                     ],
                     "deny_subcommands": {name: sorted(rules) for name, rules in sorted(arm_def.deny_subcommands.items())},
                     "guard_exempt": sorted(arm_def.guard_exempt),
+                    # Absent when unused, so conditions of arms without them stay what they were.
+                    **({"arguments": {name: dict(rules) for name, rules in sorted(arm_def.arguments.items())}} if arm_def.arguments else {}),
+                    **({"helpers": {name: sorted(progs) for name, progs in sorted(arm_def.helpers.items())}} if arm_def.helpers else {}),
                 },
                 "task": {"intent": task_def.intent, "tier": task_def.tier},
                 "bounds": {
@@ -335,12 +352,15 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
-        "base_prompt", "tiers", "secrets", "ready_timeout_ms",
+        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
     floor = bench.integer("floor", DEFAULT_FLOOR)
     tiers = bench.strings("tiers", DEFAULT_TIERS)
+    exec_audit = bench.string("exec_audit", DEFAULT_EXEC_AUDIT)
+    if exec_audit not in EXEC_AUDIT_MODES:
+        bench.fail("exec_audit", exec_audit, ", ".join(f'"{mode}"' for mode in EXEC_AUDIT_MODES))
     if not tiers:
         bench.fail("tiers", [], "a non-empty list of tier names")
 
@@ -396,6 +416,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         tasks=tasks,
         ready_timeout_ms=bench.integer("ready_timeout_ms", DEFAULT_READY_TIMEOUT_MS),
         state_policy=state_policy,
+        exec_audit=exec_audit,
     )
 
 
@@ -409,7 +430,10 @@ def _check_name(reader: _Reader, kind: str, name: str) -> None:
 
 def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
-    arm.only("tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands", "guard_exempt")
+    arm.only(
+        "tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands",
+        "guard_exempt", "arguments", "helpers",
+    )  # fmt: skip
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
         if tool not in BUILTIN_TOOLS:
@@ -471,7 +495,49 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         mcp_servers=tuple(servers),
         deny_subcommands=deny,
         guard_exempt=arm.strings("guard_exempt"),
+        arguments=_argument_rules(arm, binaries),
+        helpers=_helpers(arm, binaries),
     )
+
+
+def _argument_rules(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """[arms.NAME.arguments.BINARY]: what one binary may be given (see isolation/arguments.py)."""
+    table = arm.sub("arguments")
+    rules: dict[str, dict[str, tuple[str, ...]]] = {}
+    for binary in table.table:
+        if binary not in binaries:
+            table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
+        rule = table.sub(binary)
+        rule.only(*ARGUMENT_RULE_KEYS)
+        values = {key: rule.strings(key) for key in ARGUMENT_RULE_KEYS if key in rule.table}
+        for key in ("deny_options", "value_options"):
+            for option in values.get(key, ()):
+                if not OPTION_NAME.match(option):
+                    rule.fail(key, option, "options written as -x or --name")
+        for url in values.get("allow_urls", ()):
+            if not URL_PREFIX.match(PLACEHOLDER.sub("0", url)):
+                rule.fail(
+                    "allow_urls", url,
+                    "URL prefixes written up to the / after the host and port, e.g. \"http://127.0.0.1:{port}/\" "
+                    "(no user@ part)",
+                )  # fmt: skip
+        rules[binary] = values
+    return rules
+
+
+def _helpers(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """helpers = { BINARY = ["sh", ...] }: programs a binary starts itself (execution audit)."""
+    table = arm.sub("helpers")
+    helpers: dict[str, tuple[str, ...]] = {}
+    for binary in table.table:
+        if binary not in binaries:
+            table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
+        names = table.strings(binary)
+        for name in names:
+            if "/" in name:
+                table.fail(binary, name, "program names without a folder (helpers are matched by name)")
+        helpers[binary] = names
+    return helpers
 
 
 def _strip_frontmatter(text: str) -> str:

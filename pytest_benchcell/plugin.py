@@ -212,6 +212,17 @@ def _refuse_weights_outside_reports(config: pytest.Config) -> None:
         )
 
 
+def _exec_audit_line(bench: Bench, arms: list[str]) -> str:
+    """Whether the execution audit runs in this sitting ("on (strace 6.1, ...)" or "off (why)")."""
+    from .isolation.exec_audit import find_tracer  # stdlib only: no SDK, no bashlex
+
+    if bench.exec_audit == "off":
+        return 'off ([bench] exec_audit = "off")'
+    if not any("Bash" in bench.arms[arm].tools for arm in arms):
+        return "off (no selected arm has a Bash tool)"
+    return find_tracer().describe()
+
+
 def _plan_sitting(config: pytest.Config) -> SittingState:
     from .sitting import CellTally, SittingState, new_sitting_id, plan_trials
     from .store import Cell, StoreError
@@ -232,6 +243,14 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     collect_only = bool(option.collectonly)
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
         raise pytest.UsageError(CREDENTIAL_HINT)
+    exec_audit = _exec_audit_line(bench, arms)
+    if bench.exec_audit == "required" and exec_audit.startswith("off") and not collect_only:
+        from .isolation.exec_audit import INSTALL_HINT
+
+        raise pytest.UsageError(
+            f'{bench.path}: [bench] exec_audit = "required", but the execution audit cannot run here '
+            f"({exec_audit.removeprefix('off (').removesuffix(')')}): {INSTALL_HINT}; or set exec_audit = \"auto\""
+        )
     store = _store(config, bench, write=not collect_only)
     store.expect_root()
     cells = [(arm, task) for arm in arms for task in tasks]
@@ -270,6 +289,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         reserved=not collect_only,
         budget=option.bench_budget,
         probe=probe,
+        exec_audit=exec_audit,
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
     state.extra["definitions"] = definitions
@@ -491,6 +511,7 @@ class SittingPlugin:
             f"benchcell: bench {state.bench.name} ({state.bench.path}), {state.bench.model} ({state.model_kind} model)",
             f"benchcell: store {state.store.root / state.model_kind}, sitting {state.sitting_id}",
             *([f"benchcell: probe verdict {state.probe['verdict']}"] if state.probe else []),
+            f"benchcell: execution audit {state.exec_audit}",
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

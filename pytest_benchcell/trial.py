@@ -28,6 +28,7 @@ from typing import Any
 from . import __version__, checker, isolation
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .isolation.tool_audit import find_leaks
+from .isolation import exec_audit
 from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .environment import Environment, TrialInfo
@@ -54,6 +55,7 @@ REDACTED = "[redacted]"
 # Credentials of the harness itself: never stored, whatever a bench declares.
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 SCRIPTED_API_KEY = "scripted-model-key"
+GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,17 @@ RecordedCallback = Callable[..., None]  # (sample, *, task_unusable: str | None)
 AgentRunner = Callable[[AgentRequest], AgentResult]
 
 
-def arm_rules(arm: Arm, *, for_guard: bool = False) -> isolation.ArmRules:
+def arm_rules(
+    arm: Arm, *, for_guard: bool = False, values: Mapping[str, str] | None = None, write_roots: Sequence[str] = ()
+) -> isolation.ArmRules:
     """The arm's rules as declared; the in-band guard also lets `guard_exempt` through (a
-    deliberate hole for testing that the independent audit catches what the guard let pass)."""
-    binaries = set(arm.binaries) | (set(arm.guard_exempt) if for_guard else set())
+    deliberate hole for testing that the independent audits catch what the guard let pass).
+    `values` fill {placeholders} in argument rules (allow_urls = ["http://127.0.0.1:{port}/"])."""
+    binaries = set(arm.binaries) | (set(arm.guard_exempt) - {GUARD_OFF} if for_guard else set())
+
+    def filled(text: str) -> str:
+        return fill_placeholders(text, values, where=f"[arms.{arm.name}.arguments]") if values is not None else text
+
     return isolation.ArmRules(
         arm=arm.name,
         binaries=frozenset(binaries),
@@ -98,6 +107,17 @@ def arm_rules(arm: Arm, *, for_guard: bool = False) -> isolation.ArmRules:
             isolation.SubcommandRule(binary=binary, deny=tuple(denied))
             for binary, denied in sorted(arm.deny_subcommands.items())
         ),
+        argument_rules=tuple(
+            isolation.ArgumentRule(
+                binary,
+                deny_subcommands=tuple(rule.get("deny_subcommands", ())),
+                deny_options=tuple(rule.get("deny_options", ())),
+                allow_urls=tuple(filled(url) for url in rule.get("allow_urls", ())),
+                value_options=tuple(rule.get("value_options", ())),
+            )
+            for binary, rule in sorted(arm.arguments.items())
+        ),
+        write_roots=tuple(write_roots),
     )
 
 
@@ -289,7 +309,9 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "conditions": definition.conditions,
             "scoring": definition.scoring,
             "model_kind": spec.model_kind,
+            "exec_audit": exec_audit_state(bench, bench.arms[spec.arm]).describe(),
         },
+        "exec_audit": None,  # what the execution audit saw, when it ran
     }
 
 
@@ -350,7 +372,11 @@ def _run_and_score(
             CLAUDE_CODE_MAX_RETRIES="1",
         )
     try:
-        rules = arm_rules(arm)
+        roots = _write_roots(info)
+        rules = arm_rules(arm, values=values, write_roots=roots)
+        audit = _exec_audit(spec, arm, workdir, sample)
+        if audit is not None:
+            env.update(audit.environment())
         remove = removed_variables(os.environ, declared=env)
         launcher = cli_wrapper(workdir / "claude-launcher", bundled_cli(), remove)
         request = AgentRequest(
@@ -363,7 +389,7 @@ def _run_and_score(
             env=env,
             tools=arm.tools,
             mcp_servers=mcp_servers,
-            guard=decide_with(arm_rules(arm, for_guard=True)),
+            guard=_in_band_guard(arm, values, roots),
             cli_path=launcher,
         )
         result = agent_runner(request)
@@ -371,7 +397,63 @@ def _run_and_score(
         if scripted_model is not None:
             scripted_model.stop()
     _fill_measurements(sample, result)
-    _score(spec, hooks, info, environment, sample, result, rules, ground_truth)
+    exec_leaks = _exec_leaks(audit, arm, workdir, sample)
+    _score(spec, hooks, info, environment, sample, result, rules, ground_truth, exec_leaks)
+
+
+def _in_band_guard(arm: Arm, values: Mapping[str, str], roots: Sequence[str]) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
+    """The PreToolUse guard. `guard_exempt = ["*"]` (testing only) lets every Bash command through,
+    so a test can show that the audits catch what a guard with a missing rule would let run."""
+    decide = decide_with(arm_rules(arm, for_guard=True, values=values, write_roots=roots))
+    if GUARD_OFF not in arm.guard_exempt:
+        return decide
+    return lambda tool, tool_input: (True, "") if tool == "Bash" else decide(tool, tool_input)
+
+
+def _write_roots(info: TrialInfo) -> tuple[str, ...]:
+    """Where the agent's command lines may write: its working directory and the environment's folder
+    (as given and with symlinks resolved, since either spelling may reach the agent)."""
+    folders = (str(info.agent_cwd), str(info.workdir))
+    return tuple(dict.fromkeys([*folders, *(os.path.realpath(folder) for folder in folders)]))
+
+
+def _exec_audit(spec: TrialSpec, arm: Arm, workdir: Path, sample: dict[str, Any]) -> exec_audit.ExecAudit | None:
+    """The execution audit's shell prefix for this trial, or None where it does not run."""
+    state = exec_audit_state(spec.bench, arm)
+    if not state.available:
+        if spec.bench.exec_audit == "required" and "Bash" in arm.tools:
+            raise HarnessError(f'{spec.bench.path}: [bench] exec_audit = "required", but {state.reason}: {exec_audit.INSTALL_HINT}')
+        return None
+    return exec_audit.ExecAudit(workdir / "exec-audit", state)
+
+
+def exec_audit_state(bench: Bench, arm: Arm | None = None) -> exec_audit.Tracer:
+    """Whether the execution audit runs for this bench (and arm): the tracer, or why not."""
+    if bench.exec_audit == "off":
+        return exec_audit.Tracer(False, reason='[bench] exec_audit = "off"')
+    if arm is not None and "Bash" not in arm.tools:
+        return exec_audit.Tracer(False, reason="the arm has no Bash tool")
+    return exec_audit.find_tracer()
+
+
+def _exec_leaks(
+    audit: exec_audit.ExecAudit | None, arm: Arm, workdir: Path, sample: dict[str, Any]
+) -> list[str]:
+    """Check what every Bash command executed against the arm's execution policy."""
+    if audit is None:
+        return []
+    policy = audit.policy(
+        arm.name, arm.binaries, arm.helpers, workdir / "bin", _search_path(arm), isolation.HARMLESS_UTILITIES
+    )
+    ran = sum(1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False)
+    report = audit.report(policy, commands_ran=ran)
+    sample["exec_audit"] = report.as_dict()
+    return report.lines()
+
+
+def _search_path(arm: Arm) -> str:
+    """The PATH an arm's binaries are found on (their folders first), and that they run with."""
+    return os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
 
 
 def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:
@@ -393,9 +475,10 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where
     (workdir / "claude-config").mkdir()
     (workdir / "home").mkdir()
     no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
-    search_path = os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
+    search_path = _search_path(arm)
     try:
-        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *arm.guard_exempt), isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
+        exempt = tuple(name for name in arm.guard_exempt if name != GUARD_OFF)
+        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *exempt), isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
     except HygieneError as exc:
         raise HarnessError(f"{where}: {exc}") from exc
     env = {
@@ -474,6 +557,7 @@ def _score(
     result: AgentResult,
     rules: isolation.ArmRules,
     ground_truth: Any,
+    exec_leaks: Sequence[str] = (),
 ) -> None:
     task = spec.bench.tasks[spec.task]
     arm = spec.bench.arms[spec.arm]
@@ -483,7 +567,7 @@ def _score(
         result.denied_ids,
         decide_with(rules),
         provided=lambda tool: tool in arm.tools or tool.startswith(servers),
-    )
+    ) + list(exec_leaks)
     if leaks:
         sample["leaks"] = leaks
         more = f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""

@@ -1,6 +1,6 @@
 """Two replacements for bashlex functions, so here-documents are read as bash reads them.
 
-Importing this module installs them (bashlex looks both up at call time). They are bug fixes: inputs
+`install()` puts them in place (bashlex looks both up at call time). They are bug fixes: inputs
 bashlex already read correctly are read the same way. See parser.py for the defects they mend."""
 
 from __future__ import annotations
@@ -119,7 +119,10 @@ def _next_token_after_here_documents(tokenizer: Any) -> Any:
     return _bashlex_next_token(tokenizer)
 
 
-# bashlex looks both up at call time. They are bug fixes: inputs bashlex already read correctly
-# are read the same way.
-bashlex.heredoc.makeheredoc = _read_here_document
-bashlex.tokenizer.tokenizer.token = _next_token_after_here_documents
+def install() -> None:
+    """Install both fixes into bashlex, which looks them up at call time. They are bug fixes:
+    inputs bashlex already read correctly are read the same way. (Called by the parser when it is
+    imported; a function rather than an import side effect, so the bashlex module the parser uses
+    is the one patched, also when a test harness re-imports modules.)"""
+    bashlex.heredoc.makeheredoc = _read_here_document
+    bashlex.tokenizer.tokenizer.token = _next_token_after_here_documents

@@ -34,10 +34,21 @@ LOADER_VARIABLES: frozenset[str] = frozenset(
     "PROMPT_COMMAND NODE_OPTIONS PYTHONSTARTUP PYTHONPATH PERL5OPT PERL5LIB RUBYOPT LESSOPEN "
     "LESSCLOSE GIT_EXEC_PATH GCONV_PATH HOME XDG_CONFIG_HOME".split()
 )
-# Variables naming a program that other programs start: settable only to a program the arm may run.
+# Variables that name a program another program starts, or the configuration that does (git reads
+# aliases, pagers, hooks and external diff programs from GIT_CONFIG_* and GIT_DIR), or where a
+# network client connects: refused when set, whatever the value (`PAGER=cat` too), because an
+# allowed program would then start or reach something the command line does not show. Unsetting
+# them is fine.
 PROGRAM_VARIABLES: frozenset[str] = frozenset(
-    "PAGER GIT_PAGER MANPAGER EDITOR VISUAL GIT_EDITOR BROWSER SHELL GIT_SSH GIT_SSH_COMMAND "
-    "GIT_ASKPASS SSH_ASKPASS SUDO_ASKPASS".split()
+    "PAGER GIT_PAGER MANPAGER SYSTEMD_PAGER EDITOR VISUAL GIT_EDITOR GIT_SEQUENCE_EDITOR BROWSER SHELL "
+    "GIT_SSH GIT_SSH_COMMAND GIT_PROXY_COMMAND GIT_EXTERNAL_DIFF GIT_ASKPASS SSH_ASKPASS SUDO_ASKPASS "
+    "GIT_DIR GIT_COMMON_DIR GIT_TEMPLATE_DIR GIT_ALTERNATE_OBJECT_DIRECTORIES FCEDIT TERMINAL "
+    "http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy ftp_proxy FTP_PROXY CURL_HOME "
+    "SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE".split()
 )
+PROGRAM_VARIABLE_PREFIXES: tuple[str, ...] = ("GIT_CONFIG",)  # GIT_CONFIG, _GLOBAL, _COUNT, _KEY_<n>, ...
 
 
+def names_a_program(name: str) -> bool:
+    """Whether setting the variable `name` can make an allowed program start or reach another one."""
+    return name in PROGRAM_VARIABLES or name.startswith(PROGRAM_VARIABLE_PREFIXES)

@@ -64,11 +64,15 @@ import bashlex
 import bashlex.ast
 import bashlex.errors
 
-from . import bashlex_fixes  # noqa: F401  (installs the here-document fixes)
-from .catalog import LOADER_VARIABLES, PROGRAM_VARIABLES
+from .bashlex_fixes import install as install_bashlex_fixes
+from .catalog import LOADER_VARIABLES, names_a_program
 from .launchers import RESOLVERS
 from .words import GuardParseError, Command, IDENTIFIER, unparsable, Word
 
+# Redirections that open their target for writing (`<>` opens it read-write; `>&word` with a file
+# name sends stdout and stderr there).
+_WRITING_REDIRECTIONS = frozenset({">", ">>", ">|", "<>", "&>", "&>>", ">&"})
+install_bashlex_fixes()
 _MAX_DEPTH = 8  # nested command strings (bash -c "eval '...'") followed before giving up
 
 
@@ -78,6 +82,7 @@ class Findings:
     functions: set[str] = field(default_factory=set)
     loop_variables: list[Word] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # refused in every arm
+    writes: list[tuple[Word, str]] = field(default_factory=list)  # redirection targets bash opens for writing
 
 
 def find_commands(command: str) -> Findings:
@@ -380,7 +385,7 @@ def _check_parameter(node: Any, source: str) -> None:
             '(v=$(...)), then use "${X:-$v}".',
         )
     assigned = _ASSIGNING_PARAMETER.match(inner)
-    if assigned and assigned.group(1) in LOADER_VARIABLES | PROGRAM_VARIABLES:
+    if assigned and (assigned.group(1) in LOADER_VARIABLES or names_a_program(assigned.group(1))):
         raise unparsable(f"`{raw}` assigns {assigned.group(1)}, which no arm may change this way")
 
 
@@ -537,6 +542,8 @@ class _Walker:
         if node.type == "<<<":
             return  # a here-string is data
         self.check_redirect_target(target)
+        if node.type in _WRITING_REDIRECTIONS:
+            self.findings.writes.append((target, f"the redirection {node.type}"))
 
     def check_redirect_target(self, target: Word) -> None:
         if target.raw.startswith(("<(", ">(")):

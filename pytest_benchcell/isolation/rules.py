@@ -28,14 +28,17 @@ and conditions, and substitutions anywhere. For each one:
 - Variables that choose or load programs cannot be set (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `PS4`,
   ...: `LOADER_VARIABLES`), whether by prefix, assignment, `export`, `local`, `read`, `printf -v`,
   `unset`, a `for` variable or `env NAME=value`. Variables naming a program another program may
-  start (`PAGER`, `EDITOR`, ...: `PROGRAM_VARIABLES`) may be set only to a program the arm may run
-  (so `PAGER=cat` is fine).
+  start, or its configuration (`PAGER`, `EDITOR`, `GIT_EXTERNAL_DIFF`, `GIT_CONFIG_*`, proxies:
+  `catalog.names_a_program`) cannot be set either, whatever the value; they may be unset.
 - Variable names given to builtins (`read`, `printf -v`, `export`, `local`, `unset`, `test -v`)
   must be plain identifiers: bash evaluates array subscripts such as `a[$(curl x)]`.
 - Redirections to `/dev/tcp/...` or `/dev/udp/...` (bash opens a network connection itself) are
   refused, and so is a redirection whose target starts with a variable or substitution, since
-  the guard cannot rule that out. Write file names literally (`> "out-$i.json"` and `> ~/x` are
-  fine).
+  the guard cannot rule that out. Write file names literally (`> "out-$i.json"` is fine).
+- With `ArmRules.write_roots` set (every trial sets them), redirections and the output operands
+  and options of the utilities that write files (`arguments.write_targets`) must stay inside
+  those folders (`arguments.WritePolicy`).
+- Argument rules per binary (`ArgumentRule`): excluded subcommands and options, allowed URLs.
 - `sort --compress-program` (which starts a program) is refused, and so are `sort` options that
   are not written literally.
 """
@@ -45,7 +48,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .catalog import HARMLESS_UTILITIES, LOADER_VARIABLES, PROGRAM_VARIABLES, SHELL_BUILTINS_ALLOWED
+from .arguments import ArgumentRule, WritePolicy, argument_reason, cd_leaves, write_targets
+from .catalog import HARMLESS_UTILITIES, LOADER_VARIABLES, SHELL_BUILTINS_ALLOWED, names_a_program
 from .words import Command, IDENTIFIER, option_spec, parse_options, Word
 
 _TEXT_UTILITY_EXAMPLES = ("cat", "head", "grep", "jq", "sort", "wc")
@@ -65,16 +69,28 @@ class ArmRules:
     mcp_servers: frozenset[str]  # this arm's MCP servers (tools are named mcp__<server>__<tool>)
     subcommand_rules: tuple[SubcommandRule, ...] = ()
     harmless: frozenset[str] = HARMLESS_UTILITIES  # the extra utilities allowed
+    argument_rules: tuple[ArgumentRule, ...] = ()  # options, subcommands and URLs per binary
+    write_roots: tuple[str, ...] = ()  # folders command lines may write into (() = not checked)
 
-
-
+    def all_subcommand_rules(self) -> tuple[SubcommandRule, ...]:
+        from_arguments = tuple(
+            SubcommandRule(rule.binary, rule.deny_subcommands) for rule in self.argument_rules if rule.deny_subcommands
+        )
+        return self.subcommand_rules + from_arguments
 
 
 class ArmChecker:
-    def __init__(self, rules: ArmRules, functions: set[str]) -> None:
+    def __init__(self, rules: ArmRules, functions: set[str], commands: Sequence[Command] = ()) -> None:
         self.rules = rules
         self.functions = functions
         self.allowed = rules.binaries | rules.harmless | SHELL_BUILTINS_ALLOWED
+        self.write_policy = WritePolicy(rules.write_roots)
+        # The CLI starts every command in the working directory; a cd the guard cannot place makes
+        # the relative paths of the whole line unplaceable.
+        self.after_cd = any(
+            found.words and found.words[0].literal == "cd" and cd_leaves(found.words[1:], rules.write_roots)
+            for found in commands
+        )
 
     def command(self, found: Command) -> str:
         """The reason this command is refused, or ""."""
@@ -104,6 +120,8 @@ class ArmChecker:
             lambda: _BUILTIN_ARGUMENT_CHECKS.get(program, _no_check)(args, self),
             lambda: _sort_options_reason(args, found.appended_input) if program == "sort" else "",
             lambda: self.subcommand(program, found),
+            lambda: self.arguments(program, found),
+            lambda: self.writes(program, args),
             lambda: self.launcher(program, found),
         )
         for check in checks:
@@ -128,12 +146,40 @@ class ArmChecker:
         )
 
     def subcommand(self, program: str, found: Command) -> str:
-        for rule in self.rules.subcommand_rules:
+        for rule in self.rules.all_subcommand_rules():
             if rule.binary == program:
                 reason = _subcommand_reason(rule, found, self.rules.arm)
                 if reason:
                     return reason
         return ""
+
+    def arguments(self, program: str, found: Command) -> str:
+        for rule in self.rules.argument_rules:
+            if rule.binary != program or not (rule.deny_options or rule.allow_urls):
+                continue
+            if found.appended_input:
+                return (
+                    f"{program} run by {found.launched_by} would take arguments from its input, which the guard "
+                    f"cannot check against arm '{self.rules.arm}''s rules for {program}; write them literally"
+                )
+            reason = argument_reason(rule, found.words[1:], self.rules.arm)
+            if reason:
+                return reason
+        return ""
+
+    def writes(self, program: str, args: Sequence[Word]) -> str:
+        """Output files of the utilities that write them (uniq's second operand, sort -o, ...)."""
+        if not self.rules.write_roots:
+            return ""
+        targets = write_targets(program, args)
+        if isinstance(targets, str):
+            return targets
+        return _first(self.write_policy.reason(word, what, self.after_cd) for word, what in targets)
+
+    def redirections(self, writes: Sequence[tuple[Word, str]]) -> str:
+        if not self.rules.write_roots:
+            return ""
+        return _first(self.write_policy.reason(word, what, self.after_cd) for word, what in writes)
 
     def launcher(self, program: str, found: Command) -> str:
         if not found.unresolved:
@@ -156,15 +202,12 @@ class ArmChecker:
                 f"{name} may not be changed in arm '{self.rules.arm}': it decides which programs run "
                 "or loads code into them; call programs by name instead"
             )
-        if name in PROGRAM_VARIABLES and value is not None:
-            if value.literal is None:
-                return f"{name} must be set to a literal program name in arm '{self.rules.arm}'"
-            program = value.literal.split()[0] if value.literal.split() else ""
-            if program and (program not in self.allowed or "/" in program):
-                return (
-                    f"{name}={value.literal} would make programs start {program}, which is not available in "
-                    f"arm '{self.rules.arm}': {self.offer()}."
-                )
+        if names_a_program(name) and value is not None:
+            return (
+                f"{name} may not be set in arm '{self.rules.arm}': it names a program (or configuration, or a "
+                "connection) that another program would use without the command line showing it; run "
+                "without setting it"
+            )
         return ""
 
 
