@@ -69,7 +69,7 @@ def test_unused_isolation_keys_leave_the_fingerprint_alone(tmp_path: Path) -> No
     ("arm_extra", "message"),
     [
         ('[arms.raw.arguments.tea]\ndeny_options = ["-c"]', "[arms.raw.arguments] tea has value 'tea'; allowed: one of this arm's binaries (curl, git)"),
-        ('[arms.raw.arguments.git]\ndeny_option = ["-c"]', "[arms.raw.arguments.git] has unknown key 'deny_option'; allowed keys: deny_subcommands, deny_options, allow_urls, value_options"),
+        ('[arms.raw.arguments.git]\ndeny_option = ["-c"]', "[arms.raw.arguments.git] has unknown key 'deny_option' (did you mean 'deny_options'?); allowed keys: deny_subcommands, deny_options, allow_urls, value_options"),
         ('[arms.raw.arguments.git]\ndeny_options = ["c"]', "[arms.raw.arguments.git] deny_options has value 'c'; allowed: options written as -x or --name"),
         ('[arms.raw.arguments.curl]\nallow_urls = ["http://127.0.0.1:8080"]', "allow_urls has value 'http://127.0.0.1:8080'; allowed: URL prefixes written up to the / after the host and port"),
         ('[arms.raw.arguments.curl]\nallow_urls = ["http://me@127.0.0.1/"]', "allowed: URL prefixes"),
