@@ -104,6 +104,9 @@ def test_conditions_and_scoring_hold_what_the_readme_says(tmp_path: Path) -> Non
     assert load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions == named  # values: no
     (tmp_path / "bench.toml").write_text(with_env.replace("DATA", "DATA_DIR"))
     assert load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions != named  # names: yes
+    ruled = with_env + '\n[arms.shell.arguments.touch]\ndeny_options = ["-r"]\n'
+    (tmp_path / "bench.toml").write_text(ruled)
+    assert load_bench(tmp_path / "bench.toml").definition("shell", "say-hello").conditions != named  # argument rules: yes
 
 
 def test_a_corrected_fact_then_rescore_then_fill_needs_no_new_trial(pytester: pytest.Pytester) -> None:
