@@ -8,7 +8,9 @@ samples) in a temporary folder, with realistic samples: token usage with spread,
 status, an older fingerprint in some cells, and transcripts (tool calls and a final answer) of a few
 hundred bytes to a few kilobytes, so reading costs what it costs on a real store. The samples are
 written straight into the documented layout (one JSON line each, plus the per-cell index that
-Store.append keeps): Store.append's lock and fsync per sample are not what is measured here.
+Store.append keeps, with its row and line checksums): Store.append's lock and fsync per sample are
+not what is measured here. Every index row is validated against the bytes it names (its line's
+CRC-32) on every read, as in any report.
 
 Then it times build_report and every renderer except HTML (whose matplotlib drawing does not grow
 with the store) --repeat times and judges the target on the fastest run, as timeit does: on a shared
@@ -31,7 +33,7 @@ import tracemalloc
 from pathlib import Path
 
 from pytest_benchcell.report import ReportSettings, build_report, render_json, render_markdown, render_terminal
-from pytest_benchcell.store import Store, _index_entry
+from pytest_benchcell.store import INDEX_SUFFIX, Store, _index_rows_for
 
 TARGET_SECONDS = 5.0
 TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
@@ -103,11 +105,9 @@ def generate(root: Path, arms: int, tasks: int, trials: int, seed: int = 0) -> t
             payload = ("\n".join(lines) + "\n").encode()
             (folder / f"{task}.jsonl").write_bytes(payload)
             # The per-cell index Store.append keeps beside the samples, byte for byte.
-            index, end = [], 0
-            for sample, line in zip(samples, lines):
-                index.append(_index_entry(sample, end, end + len(line) + 1))
-                end += len(line) + 1
-            (folder / f"{task}.index").write_bytes(b"".join(index))
+            index = folder / f"{task}{INDEX_SUFFIX}"
+            pairs = [(sample, (line + "\n").encode()) for sample, line in zip(samples, lines)]
+            index.write_bytes(_index_rows_for(folder / f"{task}.jsonl", index, 0, pairs))
             count += len(lines)
             size += len(payload)
     return count, size

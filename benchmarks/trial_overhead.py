@@ -16,8 +16,8 @@ Answer("done"), against pytest_benchcell.scripted.ScriptedModel on 127.0.0.1, tw
           a trial costs: temp folders, curated PATH, the scripted model's start, the CLI launcher,
           the PreToolUse guard, audit, scoring, redaction, the definitions file and the fsynced append.
 
-One warm-up of each, then --runs of each, alternating (bare, plugin, bare, plugin, ...) so drift of
-this shared 2-core machine lands on both. Prints the medians and the ratio plugin/bare.
+One warm-up of each, then --runs of each, alternating (bare, plugin, plugin without the execution
+audit, bare, ...) so drift of this shared 2-core machine lands on all. Prints the medians and the ratio plugin/bare.
 
 If the ratio misses the target, a breakdown follows: the plugin runs are timed phase by phase
 (through wrappers around the hooks and the agent runner, no plugin code is changed), and two extra
@@ -45,7 +45,7 @@ from pytest_benchcell.agent import run_agent
 from pytest_benchcell.config import load_bench
 from pytest_benchcell.scripted import Answer, ScriptedModel, ToolUse
 from pytest_benchcell.store import Store
-from pytest_benchcell.trial import TrialSpec, run_trial
+from pytest_benchcell.trial import TrialSpec, exec_audit_state, run_trial
 
 TARGET_RATIO = 1.10
 MODEL = "claude-sonnet-4-5"
@@ -104,11 +104,11 @@ async def _bare(folder: Path, *, guard_hook: bool = False, launcher: bool = Fals
 
             extra["hooks"] = {"PreToolUse": [HookMatcher(matcher=None, hooks=[allow])]}
         if launcher:
-            from pytest_benchcell import guard
+            from pytest_benchcell import isolation
             from pytest_benchcell.agent import bundled_cli
-            from pytest_benchcell.hygiene import cli_wrapper, curated_bin, removed_variables
+            from pytest_benchcell.isolation.hygiene import cli_wrapper, curated_bin, removed_variables
 
-            env["PATH"] = str(curated_bin(folder / "bin", (), guard.HARMLESS_UTILITIES, os.environ.get("PATH", "")))
+            env["PATH"] = str(curated_bin(folder / "bin", (), isolation.HARMLESS_UTILITIES, os.environ.get("PATH", "")))
             env["SHELL"] = "/bin/bash"
             extra["cli_path"] = str(cli_wrapper(folder / "launcher", bundled_cli(), removed_variables(os.environ, env)))
         options = ClaudeAgentOptions(
@@ -211,10 +211,10 @@ class TimedHooks(Hooks):
 
 
 class Plugin:
-    def __init__(self, scratch: Path) -> None:
-        folder = scratch / "bench"
+    def __init__(self, scratch: Path, exec_audit: str = "auto") -> None:
+        folder = scratch / f"bench-{exec_audit}"
         folder.mkdir()
-        (folder / "bench.toml").write_text(BENCH_TOML)
+        (folder / "bench.toml").write_text(BENCH_TOML.replace("[bench]\n", f'[bench]\nexec_audit = "{exec_audit}"\n', 1))
         self.bench = load_bench(folder / "bench.toml")
         self.store = Store(self.bench.store)
         self.trial = 0
@@ -275,13 +275,17 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="benchcell-overhead-"))
     try:
         plugin = Plugin(scratch)
+        unaudited = Plugin(scratch, exec_audit="off")
         bare_run(scratch)  # warm-ups: SDK import, CLI binary in the page cache, first definitions file
         plugin.run()
+        unaudited.run()
         bare: list[float] = []
         ours: list[float] = []
+        off: list[float] = []
         for _ in range(args.runs):
             bare.append(bare_run(scratch))
             ours.append(plugin.run()[0])
+            off.append(unaudited.run()[0])
         ratio = statistics.median(ours) / statistics.median(bare)
         print(f"trial overhead: ToolUse(Bash 'echo hi') + Answer('done') against the scripted model, "
               f"{args.runs} runs each after one warm-up, alternating")
@@ -289,6 +293,11 @@ def main() -> int:
               f"(min {min(bare) * 1000:,.0f}, max {max(bare) * 1000:,.0f})")
         print(f"  plugin run_trial (whole trial, sample appended):             median {median_ms(ours)} "
               f"(min {min(ours) * 1000:,.0f}, max {max(ours) * 1000:,.0f})")
+        print(f"  the same with [bench] exec_audit = \"off\":                   median {median_ms(off)} "
+              f"(min {min(off) * 1000:,.0f}, max {max(off) * 1000:,.0f})")
+        print(f"  execution audit of this trial: {exec_audit_state(plugin.bench).describe()}; its share "
+              f"{(statistics.median(ours) - statistics.median(off)) * 1000:+,.0f} ms; ratio without it "
+              f"{statistics.median(off) / statistics.median(bare):.2f}")
         print(f"  ratio plugin/bare: {ratio:.2f} (target <= {TARGET_RATIO:.2f}: {'met' if ratio <= TARGET_RATIO else 'MISSED'}); "
               f"difference {(statistics.median(ours) - statistics.median(bare)) * 1000:+,.0f} ms")
         if args.breakdown or (ratio > TARGET_RATIO and not args.no_breakdown):

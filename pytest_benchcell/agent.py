@@ -67,6 +67,18 @@ class AgentResult:
     stderr_tail: list[str] = field(default_factory=list)
     partial_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     denied_ids: list[str] = field(default_factory=list)  # the CLI's own record of denied calls
+    reply_ids: list[str] = field(default_factory=list)  # one per model reply received (API message id)
+
+    @property
+    def replies(self) -> int:
+        """Model replies the agent received: the sample's `turns` (README "The sample format")."""
+        return len(self.reply_ids)
+
+    @property
+    def usage_known(self) -> bool:
+        """Whether any usage was reported. A run the model never answered (hung before its first
+        reply, an API error before any response) reports none: its usage is unknown, not zero."""
+        return bool(self.reply_ids) or any(self.usage_total.values())
 
     @property
     def hit_turn_cap(self) -> bool:
@@ -239,6 +251,13 @@ def _absorb_message(message: Any, result: AgentResult) -> None:
     from claude_agent_sdk import AssistantMessage, ResultMessage, ToolResultBlock, ToolUseBlock, UserMessage
 
     if isinstance(message, AssistantMessage):
+        # One API reply can arrive as several messages (one per content block), with one id. The CLI
+        # reports a failed API call as an assistant message of its own (model "<synthetic>", with
+        # `error` set): that is no reply of the model.
+        if message.error is None and message.model != "<synthetic>":
+            reply = message.message_id or f"reply-{len(result.reply_ids)}"
+            if reply not in result.reply_ids:
+                result.reply_ids.append(reply)
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 result.transcript.append(

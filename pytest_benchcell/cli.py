@@ -1,6 +1,7 @@
-"""The `benchcell` console script: `benchcell report` renders a store without running pytest.
+"""The `benchcell` console script: `benchcell report` renders one or several stores without running
+pytest; `benchcell merge` appends to one store the samples of others it lacks.
 
-Exit codes: 0 report written; 1 the report could not be produced (unreadable store, missing optional
+Exit codes: 0 done; 1 the report or merge could not be produced (unreadable store, missing optional
 dependency, unwritable output file); 2 bad command-line values (argparse's own convention).
 """
 
@@ -28,7 +29,8 @@ from .report import (
     settings_for_bench,
 )
 from .sample import MODEL_KINDS, TOKEN_COMPONENTS
-from .store import Store, StoreError
+from .sitting import new_sitting_id
+from .store import Store, StoreError, StoreSet, merge_stores
 
 
 class UsageError(Exception):
@@ -74,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render a report of a sample store: terminal tables on stdout, optionally Markdown, JSON "
         "and HTML files. Reads the store only; never writes to it.",
     )
-    report.add_argument("--store", type=Path, help="the store folder (default: the store named in --config)")
+    report.add_argument(
+        "--store", type=Path, action="append", dest="stores", metavar="DIR",
+        help="a store folder (default: the store named in --config); repeat it to read several stores as one, "
+        "each sample id counted once",
+    )
     report.add_argument("--config", type=Path, help="bench.toml: arms, tasks, tiers, floor and [pricing] weights")
     report.add_argument("--floor", type=positive_int, help="scored trials a cell needs to count (default 3)")
     report.add_argument(
@@ -96,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--md", type=Path, metavar="PATH", help="also write Markdown here")
     report.add_argument("--json", type=Path, metavar="PATH", help="also write JSON here")
     report.add_argument("--html", type=Path, metavar="PATH", help="also write a self-contained HTML file here")
+    merge = commands.add_parser(
+        "merge",
+        help="append to one store the samples of others it lacks",
+        description="Append to DEST every sample of the SRC stores that DEST lacks (by sample id), under DEST's "
+        "lock. Merged trials get the next free trial numbers of their cell in DEST; each keeps its id, and "
+        "merged_from records its source store and original number. Nothing is rewritten; SRC is only read.",
+    )
+    merge.add_argument("sources", type=Path, nargs="+", metavar="SRC", help="store folders to merge from")
+    merge.add_argument("--into", type=Path, required=True, metavar="DEST", help="the store folder to append to")
     return parser
 
 
@@ -122,14 +137,15 @@ def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
 
 
 # ------------------------------------------------------------------------------------------------------
-def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store]:
+def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSet]:
     settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
-    store_path = args.store or config_store
-    if store_path is None:
+    store_paths = args.stores or ([config_store] if config_store else [])
+    if not store_paths:
         raise UsageError("say which store to report: --store DIR (or --config bench.toml)")
-    if not store_path.is_dir():
-        raise UsageError(f"--store: {store_path} is not a folder")
-    store = Store(store_path)
+    for store_path in store_paths:
+        if not store_path.is_dir():
+            raise UsageError(f"--store: {store_path} is not a folder")
+    store: Store | StoreSet = Store(store_paths[0]) if len(store_paths) == 1 else StoreSet(store_paths)
     settings.model_kind = args.model_kind
     settings.fingerprint_policy = args.fingerprints
     settings.seed = args.seed
@@ -170,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage and the message (2) or the help (0)
         return exc.code if isinstance(exc.code, int) else 2
+    if args.command == "merge":
+        return _merge(args)
     try:
         settings, store = _settings(args)
     except (UsageError, ReportError) as exc:
@@ -197,6 +215,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python would complain again when flushing stdout at exit; point it at devnull instead.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    sources = []
+    for source in args.sources:
+        if not source.is_dir():
+            print(f"benchcell merge: error: SRC {source} is not a folder", file=sys.stderr)
+            return 2
+        if source.resolve() == args.into.resolve():
+            print(f"benchcell merge: error: SRC {source} is DEST itself", file=sys.stderr)
+            return 2
+        sources.append(Store(source))
+    if args.into.exists() and not args.into.is_dir():
+        print(f"benchcell merge: error: --into {args.into} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        result = merge_stores(sources, Store(args.into), sitting=f"merge-{new_sitting_id()}")
+    except (StoreError, OSError) as exc:
+        print(f"benchcell merge: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"merged into {args.into}: {result.appended} samples appended ({result.renumbered} renumbered), "
+        f"{result.already_there} already there, {result.definitions} definitions files copied"
+    )
+    for problem in result.problems:
+        print(f"    {problem}")
     return 0
 
 

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .sample import Definition
+
 DEFAULT_STORE = "bench/results"
 DEFAULT_TRIALS = 5
 DEFAULT_FLOOR = 3
@@ -27,6 +29,15 @@ WHITESPACE_POLICIES = ("exact", "strip", "collapse")
 CHANGE_OPS = ("set", "append", "add", "remove", "delete")
 DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
 DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
+# The execution audit (isolation/exec_audit.py): "auto" runs it where strace can (the header and
+# every sample say whether it ran), "required" refuses a sitting without it, "off" never runs it.
+EXEC_AUDIT_MODES = ("auto", "required", "off")
+DEFAULT_EXEC_AUDIT = "auto"
+ARGUMENT_RULE_KEYS = ("deny_subcommands", "deny_options", "allow_urls", "value_options")
+OPTION_NAME = re.compile(r"^(-[^-\s]|--[A-Za-z0-9][A-Za-z0-9._-]*)$")
+# An allowed URL prefix: scheme://host[:port]/ (no user info; the "/" after the authority means
+# nothing written after the prefix can change the host or port). Same rule as isolation.arguments.
+URL_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#@\s\\]+/", re.IGNORECASE)
 
 # Claude Code's built-in tools an arm may declare. Anything not declared is unavailable to the arm.
 BUILTIN_TOOLS = (
@@ -73,6 +84,10 @@ class Arm:
     # A deliberate hole for testing the audit: the in-band guard lets these programs through, but
     # they are not the arm's, so the independent audit marks any trial that ran one invalid.
     guard_exempt: tuple[str, ...] = ()
+    # Per binary: deny_subcommands, deny_options, allow_urls, value_options (isolation.arguments).
+    arguments: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    # Per binary: programs it may start itself (the execution audit allows them only below it).
+    helpers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def system_prompt_addition(self) -> str:
@@ -116,27 +131,104 @@ class Bench:
     tasks: Mapping[str, Task]
     ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
     state_policy: Mapping[str, Any] = field(default_factory=dict)  # [checker] table, for checker.StatePolicy
+    exec_audit: str = DEFAULT_EXEC_AUDIT  # auto | required | off
 
     @property
     def root(self) -> Path:
         return self.path.parent
 
-    def definitions(self, arm: str, task: str) -> dict[str, Any]:
-        """The resolved definitions a sample of this cell was produced under (stored as TOML)."""
-        arm_def = asdict(self.arms[arm])
-        arm_def["mcp_servers"] = [asdict(server) for server in self.arms[arm].mcp_servers]
+    # -- what a sample was produced under (README: "Conditions and scoring") ----------------------
+    def conditions(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> dict[str, Any]:
+        """What decides whether two samples may be pooled: everything the agent meets during the
+        trial. Portable: program names, text content and templates as written, never a folder of
+        this machine (the arm's `path` folders are where its binaries are found, not what they are)."""
+        arm_def, task_def = self.arms[arm], self.tasks[task]
         return _toml_safe(
             {
-                "bench": {"name": self.name, "model": self.model, "base_prompt": self.base_prompt},
-                "arm": arm_def,
-                "task": asdict(self.tasks[task]),
+                "model": self.model,
+                "base_prompt": self.base_prompt,
+                "arm": {
+                    "tools": sorted(arm_def.tools),
+                    "binaries": sorted(arm_def.binaries),
+                    "bootstrap": arm_def.bootstrap,
+                    "skill": arm_def.skill_body,
+                    "env": sorted(arm_def.env),
+                    "mcp_servers": [
+                        {"name": server.name, "command": server.command, "args": list(server.args), "env": sorted(server.env)}
+                        for server in arm_def.mcp_servers
+                    ],
+                    "deny_subcommands": {name: sorted(rules) for name, rules in sorted(arm_def.deny_subcommands.items())},
+                    "guard_exempt": sorted(arm_def.guard_exempt),
+                    # Absent when unused, so conditions of arms without them stay what they were.
+                    **({"arguments": {name: dict(rules) for name, rules in sorted(arm_def.arguments.items())}} if arm_def.arguments else {}),
+                    **({"helpers": {name: sorted(progs) for name, progs in sorted(arm_def.helpers.items())}} if arm_def.helpers else {}),
+                },
+                "task": {"intent": task_def.intent, "tier": task_def.tier},
+                "bounds": {
+                    "turn_cap": turn_cap or self.turn_cap,
+                    "wall_clock_ms": wall_clock_ms or self.wall_clock_ms,
+                },
             }
         )
 
+    def scoring(self, task: str) -> dict[str, Any]:
+        """How a finished trial is judged: the task's facts and changes and the [checker] settings.
+        A rescore under a new scoring brings a sample up to date without running it again."""
+        task_def = self.tasks[task]
+        return _toml_safe(
+            {
+                "required_facts": list(task_def.required_facts),
+                "forbidden_facts": list(task_def.forbidden_facts),
+                "check_state": task_def.check_state,
+                "changes": list(task_def.changes),
+                "checker": dict(self.state_policy),
+            }
+        )
+
+    def definition(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> Definition:
+        """The cell's current conditions and scoring fingerprints (and the schema-1 one, to pool old samples)."""
+        conditions = _hash(self.conditions(arm, task, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms))
+        return Definition(conditions, _hash(self.scoring(task)), self.legacy_fingerprint(arm, task))
+
+    def definitions(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> dict[str, Any]:
+        """What the store keeps in definitions/<conditions>-<scoring>.toml: both parts, readable."""
+        return {
+            "bench": {"name": self.name},
+            "conditions": self.conditions(arm, task, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms),
+            "scoring": self.scoring(task),
+        }
+
+    def legacy_fingerprint(self, arm: str, task: str) -> str:
+        """The single fingerprint plugins before sample schema 2 recorded, for the same definitions
+        in this checkout (it held absolute folders, so it only matches in the folder it was made in).
+        Frozen: the field lists are those of that plugin, whatever fields Arm and Task gain later."""
+        arm_def, task_def = self.arms[arm], self.tasks[task]
+        legacy_arm = {name: getattr(arm_def, name) for name in _LEGACY_ARM_FIELDS}
+        legacy_arm["mcp_servers"] = [asdict(server) for server in arm_def.mcp_servers]
+        legacy = {
+            "bench": {"name": self.name, "model": self.model, "base_prompt": self.base_prompt},
+            "arm": legacy_arm,
+            "task": {name: getattr(task_def, name) for name in _LEGACY_TASK_FIELDS},
+        }
+        return _hash(_toml_safe(legacy))
+
     def fingerprint(self, arm: str, task: str) -> str:
-        """A stable hash of everything that defines the cell's experiment (incl. the skill's text)."""
-        canonical = json.dumps(self.definitions(arm, task), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        """The conditions fingerprint at the bench's own bounds (what pools samples)."""
+        return self.definition(arm, task).conditions
+
+
+_LEGACY_ARM_FIELDS = (
+    "name", "tools", "binaries", "path", "bootstrap", "skill_path", "skill_body", "env", "deny_subcommands",
+    "guard_exempt",
+)  # fmt: skip
+_LEGACY_TASK_FIELDS = (
+    "id", "tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state", "changes", "arms",
+)  # fmt: skip
+
+
+def _hash(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _toml_safe(value: Any) -> Any:
@@ -260,12 +352,15 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
-        "base_prompt", "tiers", "secrets", "ready_timeout_ms",
+        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
     floor = bench.integer("floor", DEFAULT_FLOOR)
     tiers = bench.strings("tiers", DEFAULT_TIERS)
+    exec_audit = bench.string("exec_audit", DEFAULT_EXEC_AUDIT)
+    if exec_audit not in EXEC_AUDIT_MODES:
+        bench.fail("exec_audit", exec_audit, ", ".join(f'"{mode}"' for mode in EXEC_AUDIT_MODES))
     if not tiers:
         bench.fail("tiers", [], "a non-empty list of tier names")
 
@@ -321,6 +416,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         tasks=tasks,
         ready_timeout_ms=bench.integer("ready_timeout_ms", DEFAULT_READY_TIMEOUT_MS),
         state_policy=state_policy,
+        exec_audit=exec_audit,
     )
 
 
@@ -334,7 +430,10 @@ def _check_name(reader: _Reader, kind: str, name: str) -> None:
 
 def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
-    arm.only("tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands", "guard_exempt")
+    arm.only(
+        "tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands",
+        "guard_exempt", "arguments", "helpers",
+    )  # fmt: skip
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
         if tool not in BUILTIN_TOOLS:
@@ -396,7 +495,49 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         mcp_servers=tuple(servers),
         deny_subcommands=deny,
         guard_exempt=arm.strings("guard_exempt"),
+        arguments=_argument_rules(arm, binaries),
+        helpers=_helpers(arm, binaries),
     )
+
+
+def _argument_rules(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """[arms.NAME.arguments.BINARY]: what one binary may be given (see isolation/arguments.py)."""
+    table = arm.sub("arguments")
+    rules: dict[str, dict[str, tuple[str, ...]]] = {}
+    for binary in table.table:
+        if binary not in binaries:
+            table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
+        rule = table.sub(binary)
+        rule.only(*ARGUMENT_RULE_KEYS)
+        values = {key: rule.strings(key) for key in ARGUMENT_RULE_KEYS if key in rule.table}
+        for key in ("deny_options", "value_options"):
+            for option in values.get(key, ()):
+                if not OPTION_NAME.match(option):
+                    rule.fail(key, option, "options written as -x or --name")
+        for url in values.get("allow_urls", ()):
+            if not URL_PREFIX.match(PLACEHOLDER.sub("0", url)):
+                rule.fail(
+                    "allow_urls", url,
+                    "URL prefixes written up to the / after the host and port, e.g. \"http://127.0.0.1:{port}/\" "
+                    "(no user@ part)",
+                )  # fmt: skip
+        rules[binary] = values
+    return rules
+
+
+def _helpers(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """helpers = { BINARY = ["sh", ...] }: programs a binary starts itself (execution audit)."""
+    table = arm.sub("helpers")
+    helpers: dict[str, tuple[str, ...]] = {}
+    for binary in table.table:
+        if binary not in binaries:
+            table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
+        names = table.strings(binary)
+        for name in names:
+            if "/" in name:
+                table.fail(binary, name, "program names without a folder (helpers are matched by name)")
+        helpers[binary] = names
+    return helpers
 
 
 def _strip_frontmatter(text: str) -> str:

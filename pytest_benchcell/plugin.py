@@ -93,6 +93,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="also write the report as JSON (implies --bench-report)")
     group.addoption("--bench-report-html", default=None, dest="bench_report_html", metavar="PATH",
                     help="also write a self-contained HTML report with plots (implies --bench-report)")
+    group.addoption("--bench-report-store", action="append", default=[], dest="bench_report_store", metavar="DIR",
+                    help="also read this store into the report, as one with the bench's store (repeatable; each "
+                         "sample id counted once)")
     group.addoption("--bench-weights", default=None, dest="bench_weights", metavar="SPEC",
                     help="cost-equivalent weights for the report, e.g. cache_read=0.1,output=5 (default: [pricing])")
     group.addoption("--bench-scripted", action="store_true", default=False, dest="bench_scripted",
@@ -177,7 +180,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
         return
     option = config.option
-    if option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html:
+    if (option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html
+            or option.bench_report_store):
         if option.bench_report_html:
             _require_extra("matplotlib", HTML_EXTRA_HINT)  # before any report file is written
         config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
@@ -210,6 +214,17 @@ def _refuse_weights_outside_reports(config: pytest.Config) -> None:
         )
 
 
+def _exec_audit_line(bench: Bench, arms: list[str]) -> str:
+    """Whether the execution audit runs in this sitting ("on (strace 6.1, ...)" or "off (why)")."""
+    from .isolation.exec_audit import find_tracer  # stdlib only: no SDK, no bashlex
+
+    if bench.exec_audit == "off":
+        return 'off ([bench] exec_audit = "off")'
+    if not any("Bash" in bench.arms[arm].tools for arm in arms):
+        return "off (no selected arm has a Bash tool)"
+    return find_tracer().describe()
+
+
 def _plan_sitting(config: pytest.Config) -> SittingState:
     from .sitting import CellTally, SittingState, new_sitting_id, plan_trials
     from .store import Cell, StoreError
@@ -230,8 +245,20 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     collect_only = bool(option.collectonly)
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
         raise pytest.UsageError(CREDENTIAL_HINT)
+    exec_audit = _exec_audit_line(bench, arms)
+    if bench.exec_audit == "required" and exec_audit.startswith("off") and not collect_only:
+        from .isolation.exec_audit import INSTALL_HINT
+
+        raise pytest.UsageError(
+            f'{bench.path}: [bench] exec_audit = "required", but the execution audit cannot run here '
+            f"({exec_audit.removeprefix('off (').removesuffix(')')}): {INSTALL_HINT}; or set exec_audit = \"auto\""
+        )
     store = _store(config, bench, write=not collect_only)
+    store.expect_root()
     cells = [(arm, task) for arm in arms for task in tasks]
+    turn_cap = option.bench_turn_cap or bench.turn_cap
+    wall_clock_ms = option.bench_wall_clock_ms or bench.wall_clock_ms
+    definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     try:
         if worker_plan is not None:
@@ -239,8 +266,10 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
             scored = {cell: 0 for cell in cells}  # the tally lives on the controller
+            counts = {}
         else:
-            scored = {cell: store.count_scored(Cell(model_kind, *cell), bench.fingerprint(*cell)) for cell in cells}
+            counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
+            scored = {cell: count.current for cell, count in counts.items()}
             wanted = _trials_wanted(option, bench, scored)
             if collect_only:
                 numbers = {cell: store.preview_trials(Cell(model_kind, *cell), wanted[cell]) for cell in cells}
@@ -257,17 +286,21 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         model_kind=model_kind,
         sitting_id=sitting_id,
         trials=plan_trials(numbers),
-        turn_cap=option.bench_turn_cap or bench.turn_cap,
-        wall_clock_ms=option.bench_wall_clock_ms or bench.wall_clock_ms,
+        turn_cap=turn_cap,
+        wall_clock_ms=wall_clock_ms,
         reserved=not collect_only,
         budget=option.bench_budget,
         probe=probe,
+        exec_audit=exec_audit,
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
+    state.extra["definitions"] = definitions
     if option.bench_fill is not None:
         state.extra["fill_target"] = option.bench_fill or bench.floor
-    for arm, task in cells:
-        state.tallies[(arm, task)] = CellTally(arm=arm, task=task, scored_before=scored[(arm, task)])
+    for cell in cells:
+        tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])
+        if cell in counts:
+            tally.stale_scoring, tally.duplicates = counts[cell].stale_scoring, counts[cell].duplicates
     return state
 
 
@@ -392,7 +425,7 @@ class TrialItem(pytest.Item):
     def runtest(self) -> None:
         from .sitting import sitting_spend
         from .store import Cell
-        from .trial import TrialSpec, run_trial
+        from .trial import StoreUnavailable, TrialSpec, run_trial
 
         state = self.config.stash[SITTING_KEY]
         key = (self.planned.arm, self.planned.task, self.planned.trial)
@@ -432,7 +465,10 @@ class TrialItem(pytest.Item):
             store=state.store,
             probe=state.probe["verdict"] if state.probe else None,
         )
-        sample = run_trial(spec, self.ihook, on_recorded=self._recorded)
+        try:
+            sample = run_trial(spec, self.ihook, on_recorded=self._recorded)
+        except StoreUnavailable as exc:
+            pytest.exit(f"benchcell: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
         if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
             return
         tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
@@ -454,7 +490,8 @@ class TrialItem(pytest.Item):
         self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
         cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
         self.user_properties.append((COST_PROPERTY, cost))
-        progress = f"{sample['turns']} turns, {cost:,.0f} cost-eq tokens, {sample['duration_ms'] / 1000:.1f} s"
+        spend = f"{cost:,.0f} cost-eq tokens" if sample["usage"]["total"] is not None else "usage unknown"
+        progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
 
@@ -487,6 +524,7 @@ class SittingPlugin:
             f"benchcell: bench {state.bench.name} ({state.bench.path}), {state.bench.model} ({state.model_kind} model)",
             f"benchcell: store {state.store.root / state.model_kind}, sitting {state.sitting_id}",
             *([f"benchcell: probe verdict {state.probe['verdict']}"] if state.probe else []),
+            f"benchcell: execution audit {state.exec_audit}",
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -548,8 +586,9 @@ class SittingPlugin:
         state = self.state
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
         for cell in cells if state.reserved else ():  # collect-only ran nothing: after = before
-            fingerprint = state.bench.fingerprint(cell.arm, cell.task)
-            state.tallies[(cell.arm, cell.task)].scored_after = state.store.count_scored(cell, fingerprint)
+            count = state.store.count_current(cell, state.extra["definitions"][(cell.arm, cell.task)])
+            tally = state.tallies[(cell.arm, cell.task)]
+            tally.scored_after, tally.stale_scoring, tally.duplicates = count.current, count.stale_scoring, count.duplicates
         # The controller saw every trial's report (xdist workers' too): no need to re-read the store.
         spent = sum(tally.spent for tally in state.tallies.values()) if state.reserved else None
         title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"
@@ -639,12 +678,7 @@ class RescorePlugin(OffloadPlugin):
         store = _store(self.config, self.bench, write=True)
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
-        self.lines = [
-            f"re-scored {tally.checked} stored samples in {len(cells)} cells of {store.root / model_kind}: "
-            f"{len(tally.changed)} verdicts changed (appended as rescore records)",
-            *(f"    {line}" for line in tally.changed),
-            *(f"    skipped {line}" for line in tally.skipped),
-        ]
+        self.lines = tally.summary_lines(f"{len(cells)} cells of {store.root / model_kind}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "benchcell rescore")
@@ -683,7 +717,16 @@ class ReportPlugin(OffloadPlugin):
         except (UsageError, ReportError) as exc:
             raise pytest.UsageError(str(exc).replace("--weights:", "--bench-weights:")) from None
         store = _store(self.config, self.bench, write=False)
-        report = build_report(store, settings)
+        extra = [(self.config.invocation_params.dir / path).resolve() for path in option.bench_report_store]
+        for path in extra:
+            if not path.is_dir():
+                raise pytest.UsageError(f"--bench-report-store: {path} is not a folder; allowed: a store folder")
+        if extra:
+            from .store import StoreSet
+
+            report = build_report(StoreSet([store.root, *extra]), settings)
+        else:
+            report = build_report(store, settings)
         self.lines = render_terminal(report)
         writers = (
             (option.bench_report_md, render_markdown),

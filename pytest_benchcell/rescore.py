@@ -2,10 +2,14 @@
 
 Samples keep the final answer and a bounded snapshot of the ground truth and end state, so after a
 checker fix (or a corrected fact in bench.toml) their verdicts can be computed again. Nothing is
-rewritten: a changed verdict is appended as a new `rescore` record that points at the original
-(`rescore_of`); readers apply the latest rescore of a sample over its original verdict
-(sample.effective_samples). Only checker verdicts (pass, incorrect) are re-scored: confused and
-hung are bounds, invalid and error were never scored.
+rewritten: a new verdict is appended as a `rescore` record that points at the original
+(`rescore_of`) and carries the scoring fingerprint it was computed under; readers apply the latest
+rescore of a sample over its original verdict (sample.effective_samples, store.read_summaries).
+
+A record is appended when the verdict or its differences changed, and also when the verdict stays
+the same but was computed under an older scoring definition: that record brings the sample up to
+date, so it counts again for the floor, fill and reports. Only checker verdicts (pass, incorrect)
+are re-scored: confused and hung are bounds, invalid and error were never scored.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .sample import (
     STATUS_SCORED,
     effective_samples,
     new_sample_id,
+    scoring_of,
     utc_now_iso,
 )
 from .store import Cell, Store
@@ -36,8 +41,17 @@ from .trial import HarnessError, differences_for
 @dataclass
 class RescoreTally:
     checked: int = 0
-    changed: list[str] = field(default_factory=list)  # one line per flipped or changed verdict
+    changed: list[str] = field(default_factory=list)  # one line per verdict that really changed (pass <-> incorrect)
+    updated: int = 0  # same verdict, recorded under the current scoring (or with other differences)
     skipped: list[str] = field(default_factory=list)  # why a sample could not be re-scored
+
+    def summary_lines(self, where: str) -> list[str]:
+        return [
+            f"re-scored {self.checked} stored samples in {where}: {len(self.changed)} verdicts changed, "
+            f"{self.updated} kept their verdict under the current scoring (appended as rescore records)",
+            *(f"    {line}" for line in self.changed),
+            *(f"    skipped {line}" for line in self.skipped),
+        ]
 
 
 def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, sitting: str) -> RescoreTally:
@@ -78,7 +92,9 @@ def _rescore_one(
         tally.skipped.append(f"{label}: {exc}")
         return
     outcome = OUTCOME_INCORRECT if differences else OUTCOME_PASS
-    if outcome == sample["outcome"] and differences == sample.get("score", {}).get("differences", []):
+    definition = bench.definition(cell.arm, cell.task)
+    same_verdict = outcome == sample["outcome"] and differences == sample.get("score", {}).get("differences", [])
+    if same_verdict and definition.scores(scoring_of(sample)):
         return
     reason = differences[0] if differences else ""
     store.append(
@@ -99,7 +115,13 @@ def _rescore_one(
             "score": {"differences": differences},
             "previous": {"outcome": sample["outcome"], "reason": sample.get("reason", "")},
             "rescored_at": utc_now_iso(),
-            "provenance": {"plugin": __version__, "fingerprint": bench.fingerprint(cell.arm, cell.task)},
+            "provenance": {
+                "plugin": __version__, "fingerprint": definition.conditions, "conditions": definition.conditions,
+                "scoring": definition.scoring,
+            },
         }
-    )
-    tally.changed.append(f"{label}: {sample['outcome']} -> {outcome}" + (f" ({reason})" if reason else ""))
+    )  # fmt: skip
+    if outcome != sample["outcome"]:
+        tally.changed.append(f"{label}: {sample['outcome']} -> {outcome}" + (f" ({reason})" if reason else ""))
+    else:
+        tally.updated += 1

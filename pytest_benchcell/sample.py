@@ -9,9 +9,12 @@ from __future__ import annotations
 import datetime as _dt
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 1
+# 2: provenance carries `conditions` and `scoring` (README "Conditions and scoring"), usage.total may
+#    be null (unknown), `turns` counts model replies. Schema-1 samples keep their single `fingerprint`.
+SCHEMA_VERSION = 2
 
 # status: what kind of record this is.
 STATUS_SCORED = "scored"  # the agent ran and was scored: outcome says how it went
@@ -28,6 +31,9 @@ OUTCOME_CONFUSED = "confused"  # turn cap reached
 OUTCOME_HUNG = "hung"  # wall-clock backstop fired
 OUTCOMES = (OUTCOME_PASS, OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
 FAILURE_TAGS = (OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
+# Outcomes the checker decides, so they depend on the scoring definition. confused and hung are
+# bounds: they end the trial before any checker runs, whatever the facts say.
+CHECKER_OUTCOMES = (OUTCOME_PASS, OUTCOME_INCORRECT)
 
 MODEL_REAL = "real"
 MODEL_SCRIPTED = "scripted"
@@ -49,6 +55,48 @@ _CAMEL_USAGE_KEYS = {
     "cache_read": "cacheReadInputTokens",
     "output": "outputTokens",
 }
+
+
+def conditions_of(sample: Mapping[str, Any]) -> str:
+    """What decides pooling: the conditions fingerprint (schema 2), or the single fingerprint a
+    schema-1 sample recorded (which covered conditions and scoring together)."""
+    provenance = sample.get("provenance")
+    if not isinstance(provenance, dict):
+        return ""
+    return str(provenance.get("conditions") or provenance.get("fingerprint") or "")
+
+
+def scoring_of(sample: Mapping[str, Any]) -> str:
+    """The scoring fingerprint the sample's verdict was computed under (schema 1: its single fingerprint)."""
+    provenance = sample.get("provenance")
+    if not isinstance(provenance, dict):
+        return ""
+    return str(provenance.get("scoring") or provenance.get("fingerprint") or "")
+
+
+@dataclass(frozen=True)
+class Definition:
+    """The current definition of one cell, as the bench gives it now (config.Bench.definition).
+
+    `legacy` is the single fingerprint a schema-1 plugin computed for these same definitions in this
+    checkout: schema-1 samples that recorded it are pooled with the current conditions and scoring.
+    """
+
+    conditions: str
+    scoring: str
+    legacy: str | None = None
+
+    def pools(self, conditions: str) -> bool:
+        return conditions == self.conditions or (self.legacy is not None and conditions == self.legacy)
+
+    def scores(self, scoring: str) -> bool:
+        return scoring == self.scoring or (self.legacy is not None and scoring == self.legacy)
+
+    def is_current(self, status: Any, outcome: Any, conditions: str, scoring: str) -> bool:
+        """A scored sample of these conditions whose verdict (if the checker gave it) is of this scoring."""
+        if status != STATUS_SCORED or not self.pools(conditions):
+            return False
+        return outcome not in CHECKER_OUTCOMES or self.scores(scoring)
 
 
 def zero_tokens() -> dict[str, int]:
@@ -82,8 +130,12 @@ def raw_tokens(tokens: Mapping[str, int]) -> int:
     return sum(int(tokens.get(name, 0)) for name in TOKEN_COMPONENTS)
 
 
-def cost_equivalent(tokens: Mapping[str, int], weights: Mapping[str, float]) -> float:
-    """Tokens weighted by price ratios relative to fresh input (see [pricing] in bench.toml)."""
+def cost_equivalent(tokens: Mapping[str, int] | None, weights: Mapping[str, float]) -> float:
+    """Tokens weighted by price ratios relative to fresh input (see [pricing] in bench.toml).
+
+    Unknown usage (None: no reply ever reported any) adds nothing to a sitting's spend figure."""
+    if not tokens:
+        return 0.0
     return sum(float(weights[name]) * int(tokens.get(name, 0)) for name in TOKEN_COMPONENTS)
 
 
@@ -117,4 +169,9 @@ def effective_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, An
             sample["reason"] = override.get("reason", "")
             sample["score"] = override.get("score", {})
             sample["rescored"] = True
+            # The verdict now stands under the scoring it was re-computed with.
+            provenance = dict(sample.get("provenance") or {})
+            provenance["scoring"] = scoring_of(override)
+            provenance.setdefault("conditions", conditions_of(sample))
+            sample["provenance"] = provenance
     return originals

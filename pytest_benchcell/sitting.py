@@ -84,6 +84,8 @@ class CellTally:
     errors: int = 0
     spent: float = 0.0  # cost-equivalent tokens of this sitting's trials
     scored_after: int | None = None
+    stale_scoring: int = 0  # scored under the current conditions but an older scoring: --bench-rescore
+    duplicates: list[str] = field(default_factory=list)  # sample ids stored more than once (counted once)
 
     def count(self, status: str, outcome: str | None, cost: float = 0.0) -> None:
         self.recorded += 1
@@ -103,9 +105,9 @@ def sitting_spend(store: Store, cells: Sequence[Cell], sitting_id: str, weights:
     """Cost-equivalent tokens the sitting's samples used so far (read back from the shared store,
     so every xdist worker and the controller see the same figure)."""
     spent = 0.0
-    for sample in store.iter_samples([], cells=cells):
-        if sample.get("sitting") == sitting_id:
-            spent += cost_equivalent(sample.get("usage", {}).get("total", {}), weights)
+    for sample in store.iter_summaries([], cells=cells):  # the checked index: no transcript is parsed
+        if sample["sitting"] == sitting_id:
+            spent += cost_equivalent(sample["usage"]["total"], weights)
     return spent
 
 
@@ -129,6 +131,14 @@ def summary_lines(
         else:
             status = f"below the reporting floor of {floor}: {floor - after} more to deepen this cell"
         lines.append(f"    scored samples of the current definition: {tally.scored_before} -> {after} ({status})")
+        if tally.stale_scoring:
+            lines.append(
+                f"    {tally.stale_scoring} more scored under an older scoring definition (facts, changes or "
+                f"[checker]): --bench-rescore brings them up to date without running them again"
+            )
+        if tally.duplicates:
+            shown = ", ".join(tally.duplicates[:5]) + (", ..." if len(tally.duplicates) > 5 else "")
+            lines.append(f"    {len(tally.duplicates)} duplicate sample line(s) counted once: {shown}")
     if spent is not None:
         limit = f" of a budget of {budget:,}" if budget else ""
         lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}")
@@ -150,5 +160,6 @@ class SittingState:
     reserved: bool  # False for --collect-only: numbers are a preview, nothing was written
     budget: int | None = None  # cost-equivalent tokens; no new trial starts once spent
     probe: dict[str, Any] | None = None  # {"verdict", "drop", "swap"} from pytest_benchcell_probe
+    exec_audit: str = ""  # "on (strace ...)" or "off (why)": shown in the header
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

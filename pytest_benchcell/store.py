@@ -14,6 +14,9 @@ Guarantees:
   single O_APPEND write, flushed and fsynced before the lock is released.
 - Trial numbers are handed out under the same lock, from the highest number ever reserved or stored
   for the cell, so two sittings of one cell never get the same number. Gaps are normal.
+- An append that fails (disk full, read-only, folder gone) raises StoreError naming the store and
+  the cause; bytes it did write are cut back under the lock (they were never a sample), so the
+  file is as before. A store folder that vanishes mid-sitting is never silently recreated.
 - A torn last line (a crash mid-write) never breaks reading: it is reported as a problem with its line
   number. The next append first terminates the torn fragment with a newline (appending, not
   rewriting), so the new sample always starts on a line of its own.
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +37,23 @@ from typing import Any
 import filelock
 import tomli_w
 
-from .sample import MODEL_KINDS, STATUS_SCORED, STATUSES
+from .sample import (
+    CHECKER_OUTCOMES,
+    MODEL_KINDS,
+    STATUS_RESCORE,
+    STATUS_SCORED,
+    STATUSES,
+    TOKEN_COMPONENTS,
+    Definition,
+    conditions_of,
+    scoring_of,
+)
 
 SAMPLES_SUFFIX = ".jsonl"
 RESERVATIONS_SUFFIX = ".trials"
-INDEX_SUFFIX = ".index"  # a rebuildable cache of (status, fingerprint, end offset) per sample
+# A cache of one checked row per sample (see _Reader). Plugins before schema 2 kept `.index` files;
+# they are left where they are and never read.
+INDEX_SUFFIX = ".idx"
 DEFINITIONS_DIR = "definitions"
 LOCK_NAME = ".lock"
 LOCK_TIMEOUT_S = 60.0
@@ -60,13 +77,19 @@ class Cell:
         return f"{self.arm} x {self.task}"
 
 
+UNREADABLE = "unreadable"
+DUPLICATE = "duplicate"
+
+
 @dataclass(frozen=True)
 class Problem:
-    """A line of the store that could not be read as a sample."""
+    """A line of the store that could not be read as a sample, or repeats a sample id (kind)."""
 
     path: Path
     line: int
     message: str
+    kind: str = UNREADABLE
+    sample_id: str = ""  # for a duplicate: the repeated id
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -92,39 +115,58 @@ def _read_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
                 yield number, stripped, terminated
 
 
-def _decode_lines(
-    path: Path, lines: Iterable[tuple[int, bytes, bool]], problems: list[Problem]
-) -> Iterator[dict[str, Any]]:
-    """Decode (line number, raw line, terminated) triples into samples, reporting the rest."""
-    for number, raw, terminated in lines:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
-            problems.append(Problem(path, number, f"{why}; {len(raw)} bytes kept as they are"))
-            continue
-        if not isinstance(value, dict):
-            problems.append(Problem(path, number, "line is JSON but not an object"))
-            continue
-        yield value
+def _decode(path: Path, number: int, raw: bytes, terminated: bool, problems: list[Problem]) -> dict[str, Any] | None:
+    """One stripped line as a sample, or None with the reason added to problems."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        why = "torn last line (a write was interrupted)" if not terminated else "unreadable line"
+        problems.append(Problem(path, number, f"{why}; {len(raw)} bytes kept as they are"))
+        return None
+    if not isinstance(value, dict):
+        problems.append(Problem(path, number, "line is JSON but not an object"))
+        return None
+    return value
 
 
-def _parse_jsonl(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
-    return _decode_lines(path, _read_lines(path), problems)
+def _parse_jsonl(path: Path, problems: list[Problem], seen: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every sample of a samples file, parsed line by line; a sample id already in `seen` is
+    reported as a duplicate and skipped (pass a dict to share it across files or stores)."""
+    seen = {} if seen is None else seen
+    for number, raw, terminated in _read_lines(path):
+        sample = _decode(path, number, raw, terminated, problems)
+        if sample is None:
+            continue
+        sample_id = sample.get("id")
+        if isinstance(sample_id, str) and sample_id:
+            first = seen.get(sample_id)
+            if first is not None:
+                problems.append(
+                    Problem(path, number, f"duplicate of sample {sample_id} first read at {first}; counted once",
+                            kind=DUPLICATE, sample_id=sample_id)
+                )  # fmt: skip
+                continue
+            seen[sample_id] = f"{path}:{number}"
+        yield sample
 
 
 RESERVATION_TAIL_BYTES = 64 * 1024
 
 
-def _last_reserved(path: Path) -> int:
-    """The highest number in the last readable line of a reservations file (0 if none)."""
+def _tail(path: Path, limit: int) -> tuple[int, bytes]:
+    """(file size, its last `limit` bytes); (0, b"") for a missing file."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - RESERVATION_TAIL_BYTES))
-            tail = handle.read()
+            handle.seek(max(0, size - limit))
+            return size, handle.read()
     except FileNotFoundError:
-        return 0
+        return 0, b""
+
+
+def _last_reserved(path: Path) -> int:
+    """The highest number in the last readable line of a reservations file (0 if none)."""
+    _, tail = _tail(path, RESERVATION_TAIL_BYTES)
     for raw in reversed(tail.splitlines()):
         try:
             return max(int(n) for n in json.loads(raw)["trials"])
@@ -133,7 +175,11 @@ def _last_reserved(path: Path) -> int:
     return 0
 
 
-def _append_bytes(path: Path, payload: bytes) -> int:
+def _cause(exc: OSError) -> str:
+    return f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc.strerror or exc)
+
+
+def _append_bytes(path: Path, payload: bytes, *, sync: bool = True) -> int:
     """Append payload with one O_APPEND write, terminating a torn fragment first, then fsync.
 
     Returns the file's size after the write."""
@@ -146,14 +192,22 @@ def _append_bytes(path: Path, payload: bytes) -> int:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload  # a torn last line stays as it is, on a line of its own
         view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        except OSError:
+            # A full disk can take part of the payload: cut it back to where this append began, so
+            # a failed append leaves the file as it was and the space for an `error` sample.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
         end = os.fstat(fd).st_size
     finally:
         os.close(fd)
-    if created:
+    if created and sync:
         _fsync_directory(path.parent)
     return end
 
@@ -172,31 +226,137 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-_INDEX_FIELDS = (
-    "status", "fingerprint", "end", "start", "id", "outcome", "fresh_input", "cache_write", "cache_read",
-    "output", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "rescore_of",
+# -- the index: a cache that only accelerates ----------------------------------------------------
+# One tab-separated row per appended sample, beside the samples file: what counting and reports need
+# of the sample, the byte range of its line and the line's CRC-32, then:
+#   chain  CRC-32 of the samples file from its first byte to the end of this row's line,
+#   prior  CRC-32 of the index file before this row,
+#   seen   the samples file's size, inode and change time (ctime, which no user can set) after the
+#          append that wrote this row,
+#   own    CRC-32 of the row's text.
+# Reading first checks the last row: when its prior checksum matches the index and either the samples
+# file is the one it saw (same size, inode and ctime: nothing touched it since) or its chain
+# checksum matches the samples file (one C-speed pass), every row before it describes the very bytes
+# that are there, and only complete rows are used (a torn fragment is skipped, its sample parsed).
+# When that fails (a hand edit, a truncated or copied file, a lost row), every row is checked on its
+# own: its own checksum, a range that starts at a line start and ends at a newline, and the CRC-32 of
+# the line it names. The next append restarts the chain over the samples file when its last row no
+# longer ends where the file does (a lost row after a crash, a truncated or edited samples file), so
+# the fast check holds again; an index edited by hand in its middle stays on the row-by-row check
+# (correct, about twice as slow) until it is removed: the next append then writes a complete one.
+# Whatever no valid row covers is parsed from the samples file itself, and rows and parsed samples
+# are encoded the same way (_row_of), so an answer never depends on the index.
+_ROW_TAG = "b3"
+_ROW_FIELDS = (
+    "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "rescore_of",
+    "tokens", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "trial", "sitting",
 )  # fmt: skip
+(_F_TAG, _F_ID, _F_START, _F_END, _F_CRC, _F_STATUS, _F_CONDITIONS, _F_SCORING, _F_OUTCOME, _F_RESCORE_OF,
+ _F_REST) = range(11)  # fmt: skip
+# A row is kept split only as far as counting needs (_F_REST holds the rest, split for reports).
+(_R_TOKENS, _R_TURNS, _R_DURATION, _R_COST, _R_MODEL, _R_TIER, _R_BONUS, _R_STARTED, _R_TRIAL, _R_SITTING) = range(10)
+_ROW_LENGTH = len(_ROW_FIELDS) + 4  # plus chain, prior, seen, own
+_TABS_IN_REST = _ROW_LENGTH - 1 - _F_REST  # tabs in the unsplit rest of a complete index line
+INDEX_TAIL_BYTES = 16 * 1024
 
 
 def _clean(value: Any) -> str:
-    return "" if value is None else str(value).replace("\t", " ").replace("\n", " ")
+    return "" if value is None else str(value).replace("\t", " ").replace("\n", " ").replace("\r", " ")
 
 
-def _index_entry(sample: Mapping[str, Any], start: int, end: int) -> bytes:
-    """One index line: what counting and reports need of a sample, tab-separated."""
+def _tokens_text(sample: Mapping[str, Any]) -> str:
+    """'a,b,c,d' for the four token components, '' when the usage is unknown (null or absent)."""
     usage = sample.get("usage")
     total = usage.get("total") if isinstance(usage, dict) else None
-    total = total if isinstance(total, dict) else {}
-    fields = {
-        **{name: sample.get(name) for name in _INDEX_FIELDS},
-        **{name: total.get(name, 0) for name in ("fresh_input", "cache_write", "cache_read", "output")},
-        "fingerprint": _fingerprint_of(sample),
-        "start": start,
-        "end": end,
-        "bonus": "1" if sample.get("bonus") is True else "",
-        "started_at": sample.get("started_at") or sample.get("ended_at"),  # when the sample was seen
-    }
-    return ("\t".join(_clean(fields[name]) for name in _INDEX_FIELDS) + "\n").encode()
+    if not isinstance(total, dict):
+        return ""
+    values = []
+    for name in TOKEN_COMPONENTS:
+        value = total.get(name, 0)
+        values.append(str(value if isinstance(value, int) and not isinstance(value, bool) else 0))
+    return ",".join(values)
+
+
+def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
+    """One index row (without its own checksum): what counting and reports need of a sample."""
+    fields = (
+        _ROW_TAG, sample.get("id"), start, end, f"{crc:08x}", sample.get("status"), conditions_of(sample),
+        scoring_of(sample), sample.get("outcome"), sample.get("rescore_of"), _tokens_text(sample), sample.get("turns"),
+        sample.get("duration_ms"), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
+        "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
+        sample.get("trial"), sample.get("sitting"),
+    )  # fmt: skip
+    return "\t".join(_clean(value) for value in fields)
+
+
+def _seen(stat: os.stat_result) -> str:
+    return f"{stat.st_size}:{stat.st_ino}:{stat.st_ctime_ns}"
+
+
+def _signed(row: str, chain: int, prior: int, seen: str) -> bytes:
+    text = f"{row}\t{chain:08x}\t{prior:08x}\t{seen}"
+    return f"{text}\t{zlib.crc32(text.encode()):08x}\n".encode()
+
+
+def _own_check(line: str) -> list[str] | None:
+    """The fields of a complete index line whose own checksum holds, else None."""
+    text, _, own = line.rpartition("\t")
+    if len(own) != 8 or f"{zlib.crc32(text.encode()):08x}" != own:
+        return None
+    fields = text.split("\t")
+    return fields if len(fields) == _ROW_LENGTH - 1 and fields[0] == _ROW_TAG else None
+
+
+def _index_rows_for(samples: Path, index: Path, start: int, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> bytes:
+    """The index rows for lines just appended at `start` of the samples file (under the lock).
+
+    The chain continues from the index's last row when that row ends where the new lines begin
+    (the common case: reading a small tail of the index); otherwise the samples file before `start`
+    is read once to restart it, which heals the chain after any damage."""
+    index_size, tail = _tail(index, INDEX_TAIL_BYTES)
+    last = None
+    if tail.endswith(b"\n"):
+        lines_in_tail = tail[:-1].rsplit(b"\n", 1)
+        last_bytes = lines_in_tail[-1] + b"\n"
+        fields = _own_check(lines_in_tail[-1].decode("utf-8", "replace"))
+        if fields is not None and (len(lines_in_tail) == 2 or index_size <= INDEX_TAIL_BYTES):
+            last = fields
+    if last is not None:
+        prior = zlib.crc32(last_bytes, int(last[-2], 16))  # the index before the last row, plus it
+    else:
+        prior = _crc_of_file(index, index_size)
+        if index_size and not tail.endswith(b"\n"):
+            prior = zlib.crc32(b"\n", prior)  # _append_bytes terminates a torn row first
+    if last is not None and int(last[_F_END]) == start:
+        chain = int(last[-3], 16)
+    else:
+        chain = _crc_of_file(samples, start)
+    out = []
+    position = start
+    seen = _seen(os.stat(samples))
+    for sample, line in lines:
+        chain = zlib.crc32(line, chain)
+        signed = _signed(_row_of(sample, position, position + len(line), zlib.crc32(line)), chain, prior, seen)
+        prior = zlib.crc32(signed, prior)
+        out.append(signed)
+        position += len(line)
+    return b"".join(out)
+
+
+def _crc_of_file(path: Path, size: int) -> int:
+    crc = 0
+    try:
+        with path.open("rb") as handle:
+            remaining = size
+            while remaining > 0:
+                block = handle.read(min(remaining, 1 << 20))
+                if not block:
+                    break
+                crc = zlib.crc32(block, crc)
+                remaining -= len(block)
+    except FileNotFoundError:
+        pass
+    return crc
 
 
 def _number(text: str, kind: type) -> Any:
@@ -208,51 +368,183 @@ def _number(text: str, kind: type) -> Any:
         return None
 
 
-def _summary_from_index(row: list[str], cell: Cell) -> dict[str, Any]:
-    """A sample reduced to the fields a report reads, rebuilt from its index line."""
-    value = dict(zip(_INDEX_FIELDS, row))
-    tokens = {name: _number(value[name], int) or 0 for name in ("fresh_input", "cache_write", "cache_read", "output")}
+def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -> dict[str, Any]:
+    """A sample reduced to the fields a report reads, from its index row."""
+    rest = fields[_F_REST].split("\t")
+    tokens_text = rest[_R_TOKENS]
+    total = dict(zip(TOKEN_COMPONENTS, map(int, tokens_text.split(",")))) if tokens_text else None
     summary: dict[str, Any] = {
-        "id": value["id"],
+        "id": fields[_F_ID],
         "arm": cell.arm,
         "task": cell.task,
         "model_kind": cell.model_kind,
-        "status": value["status"],
-        "outcome": value["outcome"] or None,
-        "usage": {"total": tokens},
-        "turns": _number(value["turns"], int),
-        "duration_ms": _number(value["duration_ms"], int),
-        "cost_usd": _number(value["cost_usd"], float),
-        "model": value["model"] or None,
-        "tier": value["tier"] or None,
-        "bonus": value["bonus"] == "1",
-        "started_at": value["started_at"] or None,
-        "provenance": {"fingerprint": value["fingerprint"]},
+        "trial": _number(rest[_R_TRIAL], int),
+        "sitting": rest[_R_SITTING] or None,
+        "status": fields[_F_STATUS],
+        "outcome": fields[_F_OUTCOME] or None,
+        "usage": {"total": total},
+        "turns": _number(rest[_R_TURNS], int),
+        "duration_ms": _number(rest[_R_DURATION], int),
+        "cost_usd": _number(rest[_R_COST], float),
+        "model": rest[_R_MODEL] or None,
+        "tier": rest[_R_TIER] or None,
+        "bonus": rest[_R_BONUS] == "1",
+        "started_at": rest[_R_STARTED] or None,
+        "provenance": {
+            "fingerprint": pool_key if pool_key is not None else fields[_F_CONDITIONS],
+            "conditions": fields[_F_CONDITIONS],
+            "scoring": fields[_F_SCORING],
+        },
     }
-    if value["rescore_of"]:
-        summary["rescore_of"] = value["rescore_of"]
+    if fields[_F_RESCORE_OF]:
+        summary["rescore_of"] = fields[_F_RESCORE_OF]
     return summary
 
 
-def _parse_chunk(path: Path, chunk: bytes, first_line: int, problems: list[Problem], *, final: bool) -> Iterator[dict[str, Any]]:
-    """Parse a piece of a samples file that the index does not describe."""
-    lines = chunk.split(b"\n")
-    numbered = (
-        (first_line + offset + 1, raw.strip(), offset < len(lines) - 1 or not final)
-        for offset, raw in enumerate(lines)
-        if raw.strip()
-    )
-    return _decode_lines(path, numbered, problems)
+@dataclass
+class CellCount:
+    """A cell's samples as the floor and fill see them (Store.count_current)."""
+
+    current: int = 0  # scored samples of the current conditions and (for checker verdicts) scoring
+    stale_scoring: int = 0  # scored under the current conditions, but judged by an older scoring: rescore them
+    other_conditions: int = 0  # scored samples of other conditions (never pooled)
+    duplicates: list[str] = field(default_factory=list)  # sample ids seen more than once (counted once)
+    problems: list[Problem] = field(default_factory=list)
 
 
-def _fingerprint_of(sample: Mapping[str, Any]) -> str:
-    provenance = sample.get("provenance")
-    value = provenance.get("fingerprint") if isinstance(provenance, dict) else None
-    return str(value or "").replace("\t", " ")
+STALE_PREFIX = "stale-scoring:"  # a report pool key for samples judged by an older scoring definition
 
 
-def _counts(status: Any, sample_fingerprint: str, wanted: str | None) -> bool:
-    return status == STATUS_SCORED and (wanted is None or sample_fingerprint == wanted)
+def _effective(rows: Sequence[list[str]]) -> Sequence[list[str]] | Iterator[list[str]]:
+    """The trial rows of a cell with the latest rescore of each applied (outcome and scoring)."""
+    latest: dict[str, tuple[str, str]] = {}
+    for fields in rows:
+        if fields[_F_STATUS] == STATUS_RESCORE:
+            latest[fields[_F_RESCORE_OF]] = (fields[_F_OUTCOME], fields[_F_SCORING])
+    return _overridden(rows, latest) if latest else rows
+
+
+def _overridden(rows: Sequence[list[str]], latest: Mapping[str, tuple[str, str]]) -> Iterator[list[str]]:
+    for fields in rows:
+        if fields[_F_STATUS] == STATUS_RESCORE:
+            continue
+        override = latest.get(fields[_F_ID])
+        if override is not None:
+            fields = list(fields)
+            fields[_F_OUTCOME], fields[_F_SCORING] = override
+        yield fields
+
+
+class _Reader:
+    """Reads one cell of one store through its index (see the comment above _ROW_TAG): rows are
+    used only where they check out, and whatever no valid row covers is parsed from the samples."""
+
+    def __init__(self, samples: Path, index: Path, problems: list[Problem], seen: dict[str, tuple[Path, int]]) -> None:
+        self.samples_path = samples
+        self.index_path = index
+        self.problems = problems
+        self.seen = seen  # sample id -> (samples file, line) where first read, shared across stores
+        self.parsed = 0  # samples parsed because no valid index row described them
+        self.trusted = False  # whether the last row's chain vouched for every row before it
+
+    def rows(self) -> list[list[str]]:
+        """The cell's samples as index rows (field lists), in file order, each sample id once."""
+        try:
+            with self.samples_path.open("rb") as handle:
+                stat = os.fstat(handle.fileno())
+                if stat.st_size == 0:
+                    return []
+                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    return self._rows(data, stat)
+        except FileNotFoundError:
+            return []
+
+    def _trust(self, index: bytes, data: mmap.mmap, stat: os.stat_result) -> bool:
+        """Whether the last complete row vouches for every row and sample byte before it."""
+        if b"\n" not in index:
+            return False
+        body = index[:-1] if index.endswith(b"\n") else index[: index.rfind(b"\n")]
+        cut = body.rfind(b"\n") + 1
+        fields = _own_check(body[cut:].decode("utf-8", "replace"))
+        if fields is None or not fields[_F_END].isdigit() or int(fields[_F_END]) > stat.st_size:
+            return False
+        if zlib.crc32(index[:cut]) != int(fields[-2], 16):
+            return False
+        if fields[-1] == _seen(stat):
+            return True  # the samples file is untouched since this row was written
+        with memoryview(data) as view:
+            return zlib.crc32(view[: int(fields[_F_END])]) == int(fields[-3], 16)
+
+    def _rows(self, data: mmap.mmap, stat: os.stat_result) -> list[list[str]]:
+        size = stat.st_size
+        try:
+            index = self.index_path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            index = b""
+        self.trusted = trusted = bool(index) and self._trust(index, data, stat)
+        rows: list[list[str]] = []
+        position, line = 0, 1  # byte offset and line number of the first byte not yet accounted for
+        seen, width, tabs, tag = self.seen, _F_REST + 1, _TABS_IN_REST, _ROW_TAG
+        with memoryview(data) as view:
+            for text in index.decode("utf-8", "replace").split("\n"):
+                fields = text.split("\t", _F_REST)
+                if len(fields) != width or fields[0] != tag or fields[-1].count("\t") != tabs or text[-9:-8] != "\t":
+                    continue  # not a complete row (a torn fragment): its sample is parsed below
+                if not trusted and _own_check(text) is None:
+                    continue
+                try:
+                    start, end = int(fields[_F_START]), int(fields[_F_END])
+                except ValueError:
+                    continue
+                if start < position or end > size:
+                    continue  # overlaps what was read already, or lies past the end of the file
+                if not trusted and not (
+                    data[end - 1] == 10 and (start == 0 or data[start - 1] == 10)
+                    and zlib.crc32(view[start:end]) == int(fields[_F_CRC], 16)
+                ):  # fmt: skip
+                    continue  # the bytes there are not the line the row describes
+                if start > position:
+                    line = self._parse(data, position, start, line, rows)
+                sample_id = fields[_F_ID]
+                if sample_id in seen:
+                    self._duplicate(sample_id, line)
+                else:
+                    seen[sample_id] = (self.samples_path, line)
+                    rows.append(fields)
+                position, line = end, line + 1
+        if position < size:
+            self._parse(data, position, size, line, rows)
+        return rows
+
+    def _duplicate(self, sample_id: str, line: int) -> None:
+        path, first = self.seen[sample_id]
+        self.problems.append(
+            Problem(self.samples_path, line, f"duplicate of sample {sample_id} first read at {path}:{first}; "
+                    "counted once", kind=DUPLICATE, sample_id=sample_id)
+        )  # fmt: skip
+
+    def _parse(self, data: mmap.mmap, begin: int, stop: int, line: int, rows: list[list[str]]) -> int:
+        """Parse the whole lines in data[begin:stop] (begin is a line start); returns the next line number."""
+        position = begin
+        while position < stop:
+            newline = data.find(b"\n", position, stop)
+            end = stop if newline == -1 else newline + 1
+            raw = data[position:end]
+            stripped = raw.strip()
+            if stripped:
+                sample = _decode(self.samples_path, line, stripped, raw.endswith(b"\n"), self.problems)
+                if sample is not None:
+                    self.parsed += 1
+                    fields = _row_of(sample, position, end, zlib.crc32(raw)).split("\t", _F_REST)
+                    sample_id = fields[_F_ID]
+                    if sample_id and sample_id in self.seen:
+                        self._duplicate(sample_id, line)
+                    else:
+                        if sample_id:
+                            self.seen[sample_id] = (self.samples_path, line)
+                        rows.append(fields)
+            position, line = end, line + 1
+        return line
 
 
 def validate_sample(sample: Mapping[str, Any]) -> None:
@@ -274,6 +566,12 @@ class Store:
     def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
         self.root = Path(root)
         self._lock_timeout = lock_timeout
+        self._root_seen = False  # once the folder was seen, its disappearing is an error (see _locked)
+
+    def expect_root(self) -> None:
+        """Note whether the store folder exists now: if it does and later vanishes (deleted, an
+        unmounted disk), writes fail with a clear error instead of silently starting a new store."""
+        self._root_seen = self._root_seen or self.root.is_dir()
 
     # -- paths -------------------------------------------------------------------------------
     def samples_path(self, cell: Cell) -> Path:
@@ -314,102 +612,29 @@ class Store:
                 highest = max(highest, trial)
         return highest
 
-    def count_scored(self, cell: Cell, fingerprint: str | None = None) -> int:
-        """How many scored samples the cell holds (floor and fill decisions), optionally only those
-        of one fingerprint: samples of an older definition are not pooled by the report either.
+    def cell_rows(
+        self, cell: Cell, problems: list[Problem], seen: dict[str, tuple[Path, int]] | None = None
+    ) -> list[list[str]]:
+        """The cell's samples as checked index rows in file order, each sample id once (the one
+        reader behind counting, fill, summaries and reports; see _Reader)."""
+        reader = _Reader(self.samples_path(cell), self.index_path(cell), problems, {} if seen is None else seen)
+        return reader.rows()
 
-        Reads the cell's small index (one short line per sample: status, fingerprint, and where
-        the samples file ended after that append) and parses only the samples written after the
-        last indexed one, so counting stays cheap however deep the cell grows. The index is a
-        cache, never the record: when it is missing or does not match the samples file, the
-        samples themselves are counted.
-        """
-        counted, indexed_end = self._count_from_index(cell, fingerprint)
-        path = self.samples_path(cell)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return 0
-        if indexed_end > size:  # the index describes another file: trust only the samples
-            counted, indexed_end = 0, 0
-        if indexed_end == size:
-            return counted
-        with path.open("rb") as handle:
-            handle.seek(indexed_end)
-            tail = handle.read()
-        for raw in tail.splitlines():
-            try:
-                sample = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(sample, dict) and _counts(sample.get("status"), _fingerprint_of(sample), fingerprint):
-                counted += 1
-        return counted
+    def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
+        """How the cell's scored samples stand against the current definition (floor and fill):
+        rescores applied, duplicates counted once. Without a definition every scored sample counts."""
+        return count_rows(self.cell_rows(cell, problems := []), definition, problems)
 
-    def _count_from_index(self, cell: Cell, fingerprint: str | None) -> tuple[int, int]:
-        counted, end = 0, 0
-        try:
-            data = self.index_path(cell).read_bytes()
-        except FileNotFoundError:
-            return 0, 0
-        for line in data.decode("utf-8", "replace").splitlines():
-            parts = line.split("\t")
-            if len(parts) < 3 or not parts[2].isdigit():
-                return 0, 0  # a damaged index: count from the samples instead
-            status, sample_fingerprint, line_end = parts[:3]
-            if int(line_end) < end:
-                return 0, 0
-            end = int(line_end)
-            counted += _counts(status, sample_fingerprint, fingerprint)
-        return counted, end
+    def count_scored(self, cell: Cell, definition: Definition | None = None) -> int:
+        return self.count_current(cell, definition).current
 
-    def iter_summaries(self, problems: list[Problem], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
-        """Like iter_samples, but each sample reduced to the fields reports need, read from the
-        per-cell index where it is complete and consistent (no JSON parse of transcripts), and
-        from the samples file itself everywhere else: before the index begins, in any gap the
-        index does not cover (a torn fragment is reported there as it would be by iter_samples),
-        and after the last indexed sample."""
-        for cell in self.cells() if cells is None else cells:
-            rows = self._index_rows(cell)
-            if rows is None:
-                yield from _parse_jsonl(self.samples_path(cell), problems)
-                continue
-            yield from self._summaries_of(cell, rows, problems)
-
-    def _index_rows(self, cell: Cell) -> list[list[str]] | None:
-        try:
-            data = self.index_path(cell).read_bytes()
-        except FileNotFoundError:
-            return None
-        rows = [line.split("\t") for line in data.decode("utf-8", "replace").splitlines()]
-        if not rows or any(len(row) != len(_INDEX_FIELDS) for row in rows):
-            return None
-        return rows
-
-    def _summaries_of(self, cell: Cell, rows: list[list[str]], problems: list[Problem]) -> Iterator[dict[str, Any]]:
-        path = self.samples_path(cell)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return
-        position, line_number = 0, 0
-        with path.open("rb") as handle:
-            for row in rows:
-                start, end = int(row[3]), int(row[2])
-                if start < position or end > size:  # the index describes another file
-                    handle.seek(0)
-                    yield from _parse_jsonl(path, problems)
-                    return
-                if start > position:
-                    handle.seek(position)
-                    gap = handle.read(start - position)
-                    yield from _parse_chunk(path, gap, line_number, problems, final=False)
-                    line_number += gap.count(b"\n")
-                yield _summary_from_index(row, cell)
-                position, line_number = end, line_number + 1
-            if position < size:
-                handle.seek(position)
-                yield from _parse_chunk(path, handle.read(), line_number, problems, final=True)
+    def iter_summaries(
+        self, problems: list[Problem], *, cells: Sequence[Cell] | None = None,
+        definitions: Mapping[tuple[str, str], Definition] | None = None,
+    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+        """Every trial sample of the given cells reduced to the fields reports need, with the latest
+        rescore applied; see read_summaries."""
+        return read_summaries([self], problems, cells=cells, definitions=definitions)
 
     def preview_trials(self, cell: Cell, count: int) -> list[int]:
         """The numbers a reservation would get now, without writing anything (--collect-only)."""
@@ -430,19 +655,29 @@ class Store:
 
     # -- samples -----------------------------------------------------------------------------
     def append(self, sample: Mapping[str, Any]) -> Path:
-        """Append one complete sample to its cell file, under the lock, flushed and fsynced."""
+        """Append one complete sample to its cell file, under the lock, flushed and fsynced.
+
+        Raises StoreError naming the store and the cause when the sample cannot be written (disk
+        full, folder gone or read-only); a partly written line is then a torn line, which reading
+        reports and the next append terminates."""
         validate_sample(sample)
         cell = Cell(sample["model_kind"], sample["arm"], sample["task"])
-        path = self.samples_path(cell)
         line = _json_line(sample)  # serialized before taking the lock: the lock guards the disk only
-        with self._locked():
-            end = _append_bytes(path, line)
-            # The index is a cache (see count_scored): written without fsync, checked on reading.
-            with self.index_path(cell).open("ab") as index:
-                index.write(_index_entry(sample, end - len(line), end))
-        return path
+        self._append_lines(cell, [(sample, line)])
+        return self.samples_path(cell)
+
+    def _append_lines(self, cell: Cell, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
+        payload = b"".join(line for _, line in lines)
+        path = self.samples_path(cell)
+        with self._locked(create=False):
+            try:
+                end = _append_bytes(path, payload)
+            except OSError as exc:
+                raise StoreError(f"could not write to the store {self.root}: {_cause(exc)}") from exc
+            _append_index(self, cell, end - len(payload), lines)
 
     def read_cell(self, cell: Cell) -> CellContents:
+        """Every sample of the cell, fully parsed (a sample id seen before is a duplicate problem)."""
         contents = CellContents()
         contents.samples.extend(_parse_jsonl(self.samples_path(cell), contents.problems))
         return contents
@@ -472,33 +707,57 @@ class Store:
         for cell in self.cells() if cells is None else cells:
             yield from _parse_jsonl(self.samples_path(cell), problems)
 
+    def iter_raw(self, cell: Cell, problems: list[Problem]) -> Iterator[tuple[dict[str, Any], bytes]]:
+        """(sample, its line) for every readable line of the cell, duplicates included (merge)."""
+        path = self.samples_path(cell)
+        for number, raw, terminated in _read_lines(path):
+            sample = _decode(path, number, raw, terminated, problems)
+            if sample is not None:
+                yield sample, raw
+
     # -- definitions -------------------------------------------------------------------------
     def write_definitions(self, fingerprint: str, definitions: Mapping[str, Any]) -> Path:
         """Write the resolved definitions for a fingerprint once; an existing file is kept as is."""
         path = self.definitions_path(fingerprint)
         if path.exists():
             return path
-        with self._locked():
+        with self._locked(create=False):
             if path.exists():
                 return path
-            path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(f".tmp-{os.getpid()}")
-            with temporary.open("wb") as handle:
-                tomli_w.dump(dict(definitions), handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
+            try:
+                path.parent.mkdir(exist_ok=True)
+                with temporary.open("wb") as handle:
+                    tomli_w.dump(dict(definitions), handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temporary, path)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    temporary.unlink()  # never leave a half-written definitions file behind
+                raise StoreError(f"could not write to the store {self.root}: {_cause(exc)}") from exc
             _fsync_directory(path.parent)
         return path
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        lock = self._lock()
+    def _locked(self, *, create: bool = True) -> Iterator[None]:
+        """The store-wide lock. A store folder that vanished after it was seen (a sitting's
+        reservations, expect_root) is an error for writes, never silently started afresh."""
+        if self.root.is_dir():
+            self._root_seen = True
+        elif not create and self._root_seen:
+            raise StoreError(f"could not write to the store {self.root}: the store folder is gone")
+        try:
+            lock = self._lock()
+        except OSError as exc:
+            raise StoreError(f"could not lock the store {self.root}: {_cause(exc)}") from exc
         try:
             # filelock polls a held lock every 50 ms by default, which caps a contended store at
             # about 20 hand-offs a second; 3 ms keeps the lock busy without the waiters' polling
             # eating the CPU the holder needs (1 ms was slower with 8 writers on 2 cores).
             lock.acquire(poll_interval=0.003)
+        except OSError as exc:
+            raise StoreError(f"could not lock the store {self.root}: {_cause(exc)}") from exc
         except filelock.Timeout as exc:
             raise StoreError(
                 f"could not lock the store {self.root} within {self._lock_timeout:.0f} s "
@@ -508,6 +767,236 @@ class Store:
             yield
         finally:
             lock.release()
+
+
+def count_rows(rows: Sequence[list[str]], definition: Definition | None, problems: Sequence[Problem]) -> CellCount:
+    """Tally a cell's rows (Store.cell_rows) against its current definition (Definition.is_current,
+    written out here because collection counts every sample of a sweep)."""
+    count = CellCount(problems=list(problems))
+    count.duplicates = [p.sample_id for p in problems if p.kind == DUPLICATE]
+    if definition is None:
+        count.current = sum(1 for fields in _effective(rows) if fields[_F_STATUS] == STATUS_SCORED)
+        return count
+    pooled = {definition.conditions} | ({definition.legacy} if definition.legacy else set())
+    scorings = {definition.scoring} | ({definition.legacy} if definition.legacy else set())
+    current = stale = other = 0
+    for fields in _effective(rows):
+        if fields[_F_STATUS] != STATUS_SCORED:
+            continue
+        if fields[_F_CONDITIONS] not in pooled:
+            other += 1
+        elif fields[_F_OUTCOME] not in CHECKER_OUTCOMES or fields[_F_SCORING] in scorings:
+            current += 1
+        else:
+            stale += 1
+    count.current, count.stale_scoring, count.other_conditions = current, stale, other
+    return count
+
+
+def _pool_key(fields: Sequence[str], definition: Definition | None) -> str:
+    """What a report pools a sample by: its conditions, the current ones for a schema-1 sample of
+    the current definition, and apart (STALE_PREFIX) a verdict of an older scoring definition."""
+    conditions = fields[_F_CONDITIONS]
+    if definition is None or not definition.pools(conditions):
+        return conditions
+    if (
+        fields[_F_STATUS] == STATUS_SCORED
+        and not definition.is_current(STATUS_SCORED, fields[_F_OUTCOME], conditions, fields[_F_SCORING])
+    ):
+        return STALE_PREFIX + fields[_F_SCORING]
+    return definition.conditions
+
+
+def read_summaries(
+    stores: Sequence[Store], problems: list[Problem], *, cells: Sequence[Cell] | None = None,
+    definitions: Mapping[tuple[str, str], Definition] | None = None,
+) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Every trial sample of the given cells (default: all) of one or several stores, read as one
+    store: the latest rescore applied over each verdict, a sample id counted once (later copies are
+    `duplicate` problems), each reduced to the fields a report reads. With the bench's current
+    definitions, provenance.fingerprint is the pool key (_pool_key); otherwise the conditions."""
+    if cells is None:
+        cells = sorted({cell for store in stores for cell in store.cells()})
+    for cell in cells:
+        seen: dict[str, tuple[Path, int]] = {}
+        rows: list[list[str]] = []
+        for store in stores:
+            rows.extend(store.cell_rows(cell, problems, seen))
+        definition = (definitions or {}).get((cell.arm, cell.task))
+        for fields in _effective(rows):
+            yield summary_of(fields, cell, _pool_key(fields, definition))
+
+
+class StoreSet:
+    """Several stores read as one (reports over machines that ran their own sittings). Read only:
+    it has the reading methods of Store, de-duplicated by sample id across the stores."""
+
+    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        if not roots:
+            raise StoreError("a store set needs at least one store")
+        self.stores = [Store(root) for root in roots]
+        self.root = self.stores[0].root  # problems are shown relative to the first store
+
+    def cells(self, model_kinds: Iterable[str] = MODEL_KINDS) -> list[Cell]:
+        kinds = tuple(model_kinds)
+        return sorted({cell for store in self.stores for cell in store.cells(kinds)})
+
+    def iter_summaries(
+        self, problems: list[Problem], *, cells: Sequence[Cell] | None = None,
+        definitions: Mapping[tuple[str, str], Definition] | None = None,
+    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+        return read_summaries(self.stores, problems, cells=self.cells() if cells is None else cells,
+                              definitions=definitions)  # fmt: skip
+
+    def iter_samples(self, problems: list[Problem], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
+        for cell in self.cells() if cells is None else cells:
+            seen: dict[str, str] = {}
+            for store in self.stores:
+                yield from _parse_jsonl(store.samples_path(cell), problems, seen)
+
+    def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
+        problems: list[Problem] = []
+        seen: dict[str, tuple[Path, int]] = {}
+        rows = [row for store in self.stores for row in store.cell_rows(cell, problems, seen)]
+        return count_rows(rows, definition, problems)
+
+
+MERGE_BATCH_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class MergeResult:
+    appended: int = 0
+    already_there: int = 0  # samples DEST held already (same id)
+    renumbered: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    definitions: int = 0  # definitions files copied
+
+
+def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> MergeResult:
+    """Append to DEST every sample of the sources it lacks (by sample id), under DEST's lock.
+
+    A merged trial gets the next free trial number of its cell in DEST (reserved like a sitting's,
+    so later sittings continue past it); the sample keeps its id, and `merged_from` records the
+    source store and its original trial number. Rescore records follow their sample's new number.
+    Nothing in DEST is rewritten; the sources are only read."""
+    result = MergeResult()
+    dest.root.mkdir(parents=True, exist_ok=True)
+    cells = sorted({cell for source in sources for cell in source.cells()})
+    with dest._locked():
+        for cell in cells:
+            seen: dict[str, tuple[Path, int]] = {}
+            dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
+            next_trial = dest.highest_trial(cell) + 1
+            renumbered: dict[str, int] = {}
+            batch: list[tuple[Mapping[str, Any], bytes]] = []
+            numbers: list[int] = []
+            pending = 0
+            for source in sources:
+                for sample, raw in source.iter_raw(cell, result.problems):
+                    sample_id = str(sample.get("id") or "")
+                    if sample_id in seen:
+                        result.already_there += 1
+                        continue
+                    seen[sample_id] = (source.samples_path(cell), 0)
+                    merged = dict(sample)
+                    if sample.get("status") == STATUS_RESCORE:
+                        target = renumbered.get(str(sample.get("rescore_of")))
+                        if target is not None:
+                            merged["trial"] = target
+                    else:
+                        merged["trial"] = next_trial
+                        renumbered[sample_id] = next_trial
+                        numbers.append(next_trial)
+                        next_trial += 1
+                        result.renumbered += merged["trial"] != sample.get("trial")
+                    merged["merged_from"] = {"store": str(source.root.resolve()), "trial": sample.get("trial")}
+                    try:
+                        validate_sample(merged)
+                    except StoreError as exc:
+                        result.problems.append(Problem(source.samples_path(cell), 0, f"not merged: {exc}"))
+                        continue
+                    line = _json_line(merged)
+                    batch.append((merged, line))
+                    result.appended += 1
+                    pending += len(line)
+                    if pending >= MERGE_BATCH_BYTES:
+                        _merge_batch(dest, cell, batch, numbers, sitting)
+                        batch, numbers, pending = [], [], 0
+            if batch:
+                _merge_batch(dest, cell, batch, numbers, sitting)
+        result.definitions = _merge_definitions(sources, dest)
+    return result
+
+
+def _merge_batch(
+    dest: Store, cell: Cell, batch: list[tuple[Mapping[str, Any], bytes]], numbers: list[int], sitting: str
+) -> None:
+    # Reserve first (as a sitting does), so a crash between the two writes only leaves a gap.
+    if numbers:
+        _append_bytes(dest.reservations_path(cell), _json_line({"trials": numbers, "sitting": sitting}))
+    payload = b"".join(line for _, line in batch)
+    end = _append_bytes(dest.samples_path(cell), payload)
+    _append_index(dest, cell, end - len(payload), batch)
+
+
+def _append_index(store: Store, cell: Cell, start: int, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
+    """Index rows for lines appended at `start` (under the lock). The index is a cache: written
+    without fsync, and a failure to write it loses nothing (reading parses what it lacks). A cell
+    without an index (a store written by an earlier plugin, or an index removed by hand) gets one
+    for all its samples first, once."""
+    samples, index = store.samples_path(cell), store.index_path(cell)
+    try:
+        if start and not index.exists():
+            _append_bytes(index, _whole_index(samples, start), sync=False)
+        _append_bytes(index, _index_rows_for(samples, index, start, lines), sync=False)
+    except OSError:
+        pass
+
+
+def _whole_index(samples: Path, stop: int) -> bytes:
+    """Index rows for every readable line in the first `stop` bytes of a samples file."""
+    chain = prior = position = 0
+    out = []
+    seen = _seen(os.stat(samples))
+    with samples.open("rb") as handle:
+        for raw in handle:
+            end = position + len(raw)
+            if end > stop:
+                break
+            chain = zlib.crc32(raw, chain)
+            try:
+                sample = json.loads(raw)
+            except ValueError:
+                sample = None
+            if isinstance(sample, dict):
+                row = _signed(_row_of(sample, position, end, zlib.crc32(raw)), chain, prior, seen)
+                prior = zlib.crc32(row, prior)
+                out.append(row)
+            position = end
+    return b"".join(out)
+
+
+def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:
+    copied = 0
+    for source in sources:
+        folder = source.root / DEFINITIONS_DIR
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            target = dest.root / DEFINITIONS_DIR / path.name
+            if target.exists():
+                continue
+            target.parent.mkdir(exist_ok=True)
+            temporary = target.with_suffix(f".tmp-{os.getpid()}")
+            try:
+                temporary.write_bytes(path.read_bytes())
+                os.replace(temporary, target)
+            finally:
+                with contextlib.suppress(OSError):
+                    temporary.unlink()
+            copied += 1
+    return copied
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checker, guard
+from . import __version__, checker, isolation
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
-from .audit import find_leaks
-from .hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+from .isolation.tool_audit import find_leaks
+from .isolation import exec_audit
+from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .environment import Environment, TrialInfo
 from .sample import (
@@ -45,7 +46,7 @@ from .sample import (
     utc_now_iso,
     zero_tokens,
 )
-from .store import Store
+from .store import Store, StoreError
 
 TOOL_OUTPUT_LIMIT = 4000  # characters of each tool result kept in the sample
 STATE_LIMIT = 256 * 1024  # characters of JSON per stored state snapshot (kept for --bench-rescore)
@@ -54,6 +55,7 @@ REDACTED = "[redacted]"
 # Credentials of the harness itself: never stored, whatever a bench declares.
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 SCRIPTED_API_KEY = "scripted-model-key"
+GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
 
 
 @dataclass(frozen=True)
@@ -85,25 +87,43 @@ RecordedCallback = Callable[..., None]  # (sample, *, task_unusable: str | None)
 AgentRunner = Callable[[AgentRequest], AgentResult]
 
 
-def arm_rules(arm: Arm, *, for_guard: bool = False) -> guard.ArmRules:
+def arm_rules(
+    arm: Arm, *, for_guard: bool = False, values: Mapping[str, str] | None = None, write_roots: Sequence[str] = ()
+) -> isolation.ArmRules:
     """The arm's rules as declared; the in-band guard also lets `guard_exempt` through (a
-    deliberate hole for testing that the independent audit catches what the guard let pass)."""
-    binaries = set(arm.binaries) | (set(arm.guard_exempt) if for_guard else set())
-    return guard.ArmRules(
+    deliberate hole for testing that the independent audits catch what the guard let pass).
+    `values` fill {placeholders} in argument rules (allow_urls = ["http://127.0.0.1:{port}/"])."""
+    binaries = set(arm.binaries) | (set(arm.guard_exempt) - {GUARD_OFF} if for_guard else set())
+
+    def filled(text: str) -> str:
+        return fill_placeholders(text, values, where=f"[arms.{arm.name}.arguments]") if values is not None else text
+
+    return isolation.ArmRules(
         arm=arm.name,
         binaries=frozenset(binaries),
         builtin_tools=frozenset(arm.tools),
         mcp_servers=frozenset(server.name for server in arm.mcp_servers),
         subcommand_rules=tuple(
-            guard.SubcommandRule(binary=binary, deny=tuple(denied))
+            isolation.SubcommandRule(binary=binary, deny=tuple(denied))
             for binary, denied in sorted(arm.deny_subcommands.items())
         ),
+        argument_rules=tuple(
+            isolation.ArgumentRule(
+                binary,
+                deny_subcommands=tuple(rule.get("deny_subcommands", ())),
+                deny_options=tuple(rule.get("deny_options", ())),
+                allow_urls=tuple(filled(url) for url in rule.get("allow_urls", ())),
+                value_options=tuple(rule.get("value_options", ())),
+            )
+            for binary, rule in sorted(arm.arguments.items())
+        ),
+        write_roots=tuple(write_roots),
     )
 
 
-def decide_with(rules: guard.ArmRules) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
+def decide_with(rules: isolation.ArmRules) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
     def decide(tool_name: str, tool_input: Mapping[str, Any]) -> tuple[bool, str]:
-        decision = guard.check_tool_call(tool_name, tool_input, rules)
+        decision = isolation.check_tool_call(tool_name, tool_input, rules)
         return decision.allowed, decision.reason
 
     return decide
@@ -164,9 +184,7 @@ def run_trial(
         except HarnessError as exc:
             _mark(sample, STATUS_ERROR, None, "; ".join(part for part in (sample["reason"], str(exc)) if part))
     secrets = _secrets(bench, bench.arms[spec.arm], environment)
-    recorded = redact(sample, secrets)
-    spec.store.write_definitions(recorded["provenance"]["fingerprint"], bench.definitions(spec.arm, spec.task))
-    spec.store.append(recorded)
+    recorded = _record(spec, redact(sample, secrets))
     if on_recorded is not None:
         on_recorded(recorded, task_unusable=task_unusable)
     if escaping is not None:
@@ -199,6 +217,48 @@ def _interruption(exc: BaseException) -> str:
     return f"{text} (during the trial)" if text.lower().startswith("timeout") else f"{type(exc).__name__}: {text}"
 
 
+class StoreUnavailable(Exception):
+    """Not even an `error` sample could be written: the sitting must stop (the message says why)."""
+
+
+def _record(spec: TrialSpec, sample: dict[str, Any]) -> dict[str, Any]:
+    """Append the sample; if the store refuses it (disk full, folder gone or read-only), append a
+    small `error` sample that keeps the trial's spend; if that fails too, raise StoreUnavailable."""
+    provenance = sample["provenance"]
+    bounds = {"turn_cap": spec.turn_cap, "wall_clock_ms": spec.wall_clock_ms}
+    try:
+        spec.store.write_definitions(
+            f"{provenance['conditions']}-{provenance['scoring']}", spec.bench.definitions(spec.arm, spec.task, **bounds)
+        )
+    except StoreError:
+        pass  # a missing definitions file loses no measurement; the sample itself must still go in
+    try:
+        spec.store.append(sample)
+        return sample
+    except StoreError as exc:
+        failure = exc
+    kept = {key: sample[key] for key in _KEPT_ON_STORE_FAILURE if key in sample}
+    was = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
+    fallback = {
+        **kept,
+        "status": STATUS_ERROR,
+        "outcome": None,
+        "reason": f"the trial ended {was}, but its full sample could not be stored: {failure}",
+    }
+    try:
+        spec.store.append(fallback)
+    except StoreError as again:
+        raise StoreUnavailable(f"{again}; the sitting stops (trial {spec.trial} of {spec.arm} x {spec.task} is not recorded)") from again
+    return fallback
+
+
+# What an `error` sample keeps when the full sample could not be stored: identity, spend, provenance.
+_KEPT_ON_STORE_FAILURE = (
+    "schema", "id", "sitting", "arm", "task", "tier", "bonus", "trial", "started_at", "ended_at", "model",
+    "model_kind", "usage", "turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "provenance",
+)  # fmt: skip
+
+
 def _call_hook(hook: Any, **kwargs: Any) -> Any:
     try:
         return hook(**kwargs)
@@ -211,6 +271,7 @@ def _call_hook(hook: Any, **kwargs: Any) -> Any:
 
 def _new_sample(spec: TrialSpec) -> dict[str, Any]:
     bench, task = spec.bench, spec.bench.tasks[spec.task]
+    definition = bench.definition(spec.arm, spec.task, turn_cap=spec.turn_cap, wall_clock_ms=spec.wall_clock_ms)
     versions = sdk_versions()  # imports the SDK on the first trial: not part of the trial's time
     return {
         "schema": SCHEMA_VERSION,
@@ -244,9 +305,13 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "plugin": __version__,
             **versions,
             "python": f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
-            "fingerprint": bench.fingerprint(spec.arm, spec.task),
+            "fingerprint": definition.conditions,  # what older readers pool by
+            "conditions": definition.conditions,
+            "scoring": definition.scoring,
             "model_kind": spec.model_kind,
+            "exec_audit": exec_audit_state(bench, bench.arms[spec.arm]).describe(),
         },
+        "exec_audit": None,  # what the execution audit saw, when it ran
     }
 
 
@@ -307,7 +372,11 @@ def _run_and_score(
             CLAUDE_CODE_MAX_RETRIES="1",
         )
     try:
-        rules = arm_rules(arm)
+        roots = _write_roots(info)
+        rules = arm_rules(arm, values=values, write_roots=roots)
+        audit = _exec_audit(spec, arm, workdir, sample)
+        if audit is not None:
+            env.update(audit.environment())
         remove = removed_variables(os.environ, declared=env)
         launcher = cli_wrapper(workdir / "claude-launcher", bundled_cli(), remove)
         request = AgentRequest(
@@ -320,7 +389,7 @@ def _run_and_score(
             env=env,
             tools=arm.tools,
             mcp_servers=mcp_servers,
-            guard=decide_with(arm_rules(arm, for_guard=True)),
+            guard=_in_band_guard(arm, values, roots),
             cli_path=launcher,
         )
         result = agent_runner(request)
@@ -328,7 +397,63 @@ def _run_and_score(
         if scripted_model is not None:
             scripted_model.stop()
     _fill_measurements(sample, result)
-    _score(spec, hooks, info, environment, sample, result, rules, ground_truth)
+    exec_leaks = _exec_leaks(audit, arm, workdir, sample)
+    _score(spec, hooks, info, environment, sample, result, rules, ground_truth, exec_leaks)
+
+
+def _in_band_guard(arm: Arm, values: Mapping[str, str], roots: Sequence[str]) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
+    """The PreToolUse guard. `guard_exempt = ["*"]` (testing only) lets every Bash command through,
+    so a test can show that the audits catch what a guard with a missing rule would let run."""
+    decide = decide_with(arm_rules(arm, for_guard=True, values=values, write_roots=roots))
+    if GUARD_OFF not in arm.guard_exempt:
+        return decide
+    return lambda tool, tool_input: (True, "") if tool == "Bash" else decide(tool, tool_input)
+
+
+def _write_roots(info: TrialInfo) -> tuple[str, ...]:
+    """Where the agent's command lines may write: its working directory and the environment's folder
+    (as given and with symlinks resolved, since either spelling may reach the agent)."""
+    folders = (str(info.agent_cwd), str(info.workdir))
+    return tuple(dict.fromkeys([*folders, *(os.path.realpath(folder) for folder in folders)]))
+
+
+def _exec_audit(spec: TrialSpec, arm: Arm, workdir: Path, sample: dict[str, Any]) -> exec_audit.ExecAudit | None:
+    """The execution audit's shell prefix for this trial, or None where it does not run."""
+    state = exec_audit_state(spec.bench, arm)
+    if not state.available:
+        if spec.bench.exec_audit == "required" and "Bash" in arm.tools:
+            raise HarnessError(f'{spec.bench.path}: [bench] exec_audit = "required", but {state.reason}: {exec_audit.INSTALL_HINT}')
+        return None
+    return exec_audit.ExecAudit(workdir / "exec-audit", state)
+
+
+def exec_audit_state(bench: Bench, arm: Arm | None = None) -> exec_audit.Tracer:
+    """Whether the execution audit runs for this bench (and arm): the tracer, or why not."""
+    if bench.exec_audit == "off":
+        return exec_audit.Tracer(False, reason='[bench] exec_audit = "off"')
+    if arm is not None and "Bash" not in arm.tools:
+        return exec_audit.Tracer(False, reason="the arm has no Bash tool")
+    return exec_audit.find_tracer()
+
+
+def _exec_leaks(
+    audit: exec_audit.ExecAudit | None, arm: Arm, workdir: Path, sample: dict[str, Any]
+) -> list[str]:
+    """Check what every Bash command executed against the arm's execution policy."""
+    if audit is None:
+        return []
+    policy = audit.policy(
+        arm.name, arm.binaries, arm.helpers, workdir / "bin", _search_path(arm), isolation.HARMLESS_UTILITIES
+    )
+    ran = sum(1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False)
+    report = audit.report(policy, commands_ran=ran)
+    sample["exec_audit"] = report.as_dict()
+    return report.lines()
+
+
+def _search_path(arm: Arm) -> str:
+    """The PATH an arm's binaries are found on (their folders first), and that they run with."""
+    return os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
 
 
 def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:
@@ -350,9 +475,10 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where
     (workdir / "claude-config").mkdir()
     (workdir / "home").mkdir()
     no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
-    search_path = os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
+    search_path = _search_path(arm)
     try:
-        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *arm.guard_exempt), guard.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
+        exempt = tuple(name for name in arm.guard_exempt if name != GUARD_OFF)
+        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *exempt), isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
     except HygieneError as exc:
         raise HarnessError(f"{where}: {exc}") from exc
     env = {
@@ -375,8 +501,14 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where
 
 
 def _fill_measurements(sample: dict[str, Any], result: AgentResult) -> None:
-    sample["usage"] = {"total": dict(result.usage_total), "by_model": {k: dict(v) for k, v in result.usage_by_model.items()}}
-    sample["turns"] = result.turns
+    if result.usage_known:
+        sample["usage"] = {"total": dict(result.usage_total), "by_model": {k: dict(v) for k, v in result.usage_by_model.items()}}
+    else:
+        sample["usage"] = {"total": None, "by_model": {}}  # unknown, not zero: reports leave it out
+    # One definition of a turn: a model reply. The CLI's own num_turns counts differently at the
+    # cap (cap + 1) and after an interrupt (2 with no reply at all); it is kept as cli_num_turns.
+    sample["turns"] = result.replies
+    sample["cli_num_turns"] = result.turns
     sample["duration_ms"] = result.duration_ms
     sample["cost_usd"] = result.cost_usd
     sample["result_subtype"] = result.subtype
@@ -423,8 +555,9 @@ def _score(
     environment: Environment,
     sample: dict[str, Any],
     result: AgentResult,
-    rules: guard.ArmRules,
+    rules: isolation.ArmRules,
     ground_truth: Any,
+    exec_leaks: Sequence[str] = (),
 ) -> None:
     task = spec.bench.tasks[spec.task]
     arm = spec.bench.arms[spec.arm]
@@ -434,7 +567,7 @@ def _score(
         result.denied_ids,
         decide_with(rules),
         provided=lambda tool: tool in arm.tools or tool.startswith(servers),
-    )
+    ) + list(exec_leaks)
     if leaks:
         sample["leaks"] = leaks
         more = f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""

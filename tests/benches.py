@@ -89,3 +89,13 @@ def write_bench(pytester: pytest.Pytester, bench_toml: str = BENCH_TOML, conftes
     pytester.makefile(".toml", bench=textwrap.dedent(bench_toml))
     log = pytester.path / "teardown.log"
     pytester.makeconftest(f"TEARDOWN_LOG = {str(log)!r}\n" + conftest)
+
+
+def one_trial(pytester: pytest.Pytester, arm: str, task: str) -> tuple[pytest.RunResult, dict]:
+    """Run one scripted trial of a cell in-process; return the run and the one sample it stored."""
+    import json
+
+    result = pytester.runpytest("--bench-arm", arm, "--bench-task", task, "--bench-scripted", "-rA")
+    path = pytester.path / "results" / "scripted" / arm / f"{task}.jsonl"
+    (sample,) = [json.loads(line) for line in path.read_text().splitlines()]
+    return result, sample

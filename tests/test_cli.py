@@ -154,3 +154,31 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
     bad.write_text("[bench]\n")
     assert main(["report", "--config", str(bad)]) == 2
     assert str(bad) in capsys.readouterr().err
+
+
+def test_several_stores_report_as_one_counting_each_sample_once(tmp_path: Path) -> None:
+    shared = cell_samples("cli", "t1", 2, tier="read")
+    write_samples(tmp_path / "a", [*shared, *cell_samples("mcp", "t1", 3, tier="read")])
+    write_samples(tmp_path / "b", [*shared, *cell_samples("cli", "t1", 2, tier="read", start_trial=3)])
+    path = tmp_path / "r.json"
+    code = main(["report", "--store", str(tmp_path / "a"), "--store", str(tmp_path / "b"), "--json", str(path)])
+    assert code == 0
+    document = json.loads(path.read_text())
+    cells = {(cell["arm"], cell["task"]): cell["scored"] for cell in document["cells"]}
+    assert cells == {("cli", "t1"): 4, ("mcp", "t1"): 3}
+    assert document["store"]["duplicates"] == [sample["id"] for sample in shared]
+    assert document["store"]["stores"] == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_merge_appends_what_dest_lacks_and_renumbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shared = cell_samples("cli", "t1", 1, tier="read")
+    write_samples(tmp_path / "a", [*shared, *cell_samples("cli", "t1", 2, tier="read", start_trial=2)])
+    write_samples(tmp_path / "b", [*shared, *cell_samples("cli", "t1", 2, tier="read", start_trial=2)])
+    assert main(["merge", str(tmp_path / "b"), "--into", str(tmp_path / "a")]) == 0
+    assert "2 samples appended (2 renumbered), 1 already there" in capsys.readouterr().out
+    lines = (tmp_path / "a" / "real" / "cli" / "t1.jsonl").read_text().splitlines()
+    assert [json.loads(line)["trial"] for line in lines] == [1, 2, 3, 4, 5]
+    assert main(["merge", str(tmp_path / "b"), "--into", str(tmp_path / "a")]) == 0  # idempotent
+    assert "0 samples appended" in capsys.readouterr().out
+    assert main(["merge", str(tmp_path / "a"), "--into", str(tmp_path / "a")]) == 2
+    assert main(["merge", str(tmp_path / "missing"), "--into", str(tmp_path / "a")]) == 2

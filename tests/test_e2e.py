@@ -53,7 +53,9 @@ def test_a_passing_trial_is_recorded_with_usage_and_tool_calls(pytester: pytest.
     ]
     assert sample["turns"] >= 2 and sample["duration_ms"] > 0
     assert sample["provenance"]["sdk"] and sample["provenance"]["cli"] and len(sample["provenance"]["fingerprint"]) == 16
-    definitions = pytester.path / "results" / "definitions" / f"{sample['provenance']['fingerprint']}.toml"
+    provenance = sample["provenance"]
+    assert provenance["fingerprint"] == provenance["conditions"] and len(provenance["scoring"]) == 16
+    definitions = pytester.path / "results" / "definitions" / f"{provenance['conditions']}-{provenance['scoring']}.toml"
     assert 'binaries = [\n    "touch",\n]' in definitions.read_text() or '"touch"' in definitions.read_text()
     assert (pytester.path / "teardown.log").read_text() == "shell-make-file-t1\n"
     result.stdout.fnmatch_lines(
@@ -157,6 +159,7 @@ def test_a_model_api_error_is_an_error_not_an_agent_failure(pytester: pytest.Pyt
     result.assert_outcomes(errors=1)
     (sample,) = samples(pytester, "bare", "say-hello")
     assert sample["status"] == "error" and "model API error 500" in sample["reason"]
+    assert sample["usage"]["total"] is None and sample["turns"] == 0  # no response: unknown, not zero
 
 
 def test_scripted_samples_never_mix_with_real_ones(pytester: pytest.Pytester) -> None:

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_benchcell import Probe, checker, guard
+from pytest_benchcell import Probe, checker, isolation
 from pytest_benchcell.checker import check_answer, fact_from_config
 from pytest_benchcell.config import fill_placeholders, load_bench
 from pytest_benchcell.environment import TrialInfo
@@ -591,7 +591,7 @@ def test_unknown_cells_have_no_script(tmp_path):
 def assert_guard_allows(arm, step):
     # The same decision the live guard makes before each tool call (allowed binaries and
     # utilities, no denied subcommand such as `tracker admin`, only the arm's own MCP server).
-    decision = guard.check_tool_call(step.name, step.input, arm_rules(arm))
+    decision = isolation.check_tool_call(step.name, step.input, arm_rules(arm))
     assert decision.allowed, (step, decision.reason)
 
 

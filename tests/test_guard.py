@@ -1,4 +1,4 @@
-"""Tests for pytest_benchcell.guard: the corpora in tests/data plus focused checks."""
+"""Tests for pytest_benchcell.isolation: the corpora in tests/data plus focused checks."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from pytest_benchcell.guard import (
+from pytest_benchcell.isolation import (
     HARMLESS_UTILITIES,
     LAUNCHERS,
     SHELL_BUILTINS_ALLOWED,
+    ArgumentRule,
     ArmRules,
     Decision,
     GuardParseError,
@@ -26,13 +27,25 @@ from pytest_benchcell.guard import (
 
 DATA = Path(__file__).parent / "data"
 
+# The folders a trial lets command lines write into: the agent's working directory and the
+# environment's workdir. The CLI's own config folder is a sibling of both, as in a real trial.
+CWD, ENV_DIR, CONFIG_DIR = "/work/trial/cwd", "/work/trial/environment", "/work/trial/claude-config"
+ROOTS = (CWD, ENV_DIR)
+
 CLI = ArmRules(
     arm="cli",
     binaries=frozenset({"tracker"}),
     builtin_tools=frozenset({"Bash"}),
     mcp_servers=frozenset(),
     subcommand_rules=(SubcommandRule("tracker", ("admin",)),),
+    write_roots=ROOTS,
 )
+GIT_RULE = ArgumentRule(
+    "git",
+    deny_subcommands=("config", "difftool", "mergetool", "submodule", "filter-branch", "bisect"),
+    deny_options=("-c", "--config-env", "--exec-path", "--output", "-x", "--extcmd", "--ext-diff", "--upload-pack",
+                  "--receive-pack", "--exec", "--tool", "-C", "--git-dir", "--work-tree"),
+)  # fmt: skip
 ARMS: dict[str, ArmRules] = {
     "cli": CLI,
     "launchers": ArmRules(
@@ -41,6 +54,7 @@ ARMS: dict[str, ArmRules] = {
         builtin_tools=frozenset({"Bash"}),
         mcp_servers=frozenset(),
         subcommand_rules=(SubcommandRule("tracker", ("admin",)),),
+        write_roots=ROOTS,
     ),
     "tea": ArmRules(
         arm="tea",
@@ -48,9 +62,23 @@ ARMS: dict[str, ArmRules] = {
         builtin_tools=frozenset({"Bash"}),
         mcp_servers=frozenset(),
         subcommand_rules=(SubcommandRule("tea", ("api",)),),
+        write_roots=ROOTS,
     ),
     "raw": ArmRules(
-        arm="raw", binaries=frozenset({"curl"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset()
+        arm="raw",
+        binaries=frozenset({"curl"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        argument_rules=(ArgumentRule("curl", allow_urls=("http://localhost:3000/", "http://127.0.0.1:3000/")),),
+        write_roots=ROOTS,
+    ),
+    "git": ArmRules(
+        arm="git",
+        binaries=frozenset({"git", "tracker"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        argument_rules=(GIT_RULE,),
+        write_roots=ROOTS,
     ),
     "mcp": ArmRules(
         arm="mcp", binaries=frozenset(), builtin_tools=frozenset(), mcp_servers=frozenset({"tracker"})

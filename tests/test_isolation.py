@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
-from pathlib import Path
 
 import pytest
+from benches import one_trial
 
 pytestmark = pytest.mark.e2e
 
@@ -115,10 +114,7 @@ def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
 
 
 def run(pytester: pytest.Pytester, arm: str) -> tuple[pytest.RunResult, dict]:
-    result = pytester.runpytest("--bench-arm", arm, "--bench-task", "escape", "--bench-scripted", "-rA")
-    path = pytester.path / "results" / "scripted" / arm / "escape.jsonl"
-    (sample,) = [json.loads(line) for line in path.read_text().splitlines()]
-    return result, sample
+    return one_trial(pytester, arm, "escape")
 
 
 def test_foreign_commands_are_denied_and_never_write_their_files(bench: pytest.Pytester) -> None:
@@ -157,7 +153,14 @@ def test_a_loosened_guard_lets_one_through_and_the_audit_marks_the_trial_invalid
     result.stdout.fnmatch_lines(["*1 invalid*"])
     assert sample["status"] == "invalid" and sample["outcome"] is None
     assert sample["tool_calls"][0]["allowed"] is True  # the guard let it pass...
-    assert len(sample["leaks"]) == 1 and "cp" in sample["leaks"][0]  # ...the audit did not
+    assert "cp" in sample["leaks"][0]  # ...the tool audit did not...
+    if sample["exec_audit"] is not None:  # ...nor did the execution audit, which saw it run
+        (leak,) = sample["exec_audit"]["leaks"]
+        assert leak["argv"] == ["cp", "ok.txt", "copy.txt"]
+        assert [above["argv"][-1] for above in leak["chain"]] == ["touch ok.txt && cp ok.txt copy.txt"]
+        assert len(sample["leaks"]) == 2 and sample["leaks"][1].startswith("exec ")
+    else:
+        assert len(sample["leaks"]) == 1
     result.stdout.fnmatch_lines(
         [
             "*benchcell sitting*",

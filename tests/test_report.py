@@ -562,3 +562,23 @@ def test_incomplete_samples_are_read_without_guessing(tmp_path: Path) -> None:
     assert cell.imputed_cost_usd.n == 0 and cell.duration_s.n == 0 and cell.turns.n == 0
     assert cell.groups[0].last_seen == "2026-12-02T12:03:00.000Z"  # ended_at stands in for started_at
     validate(report)
+
+
+def test_a_pair_with_unknown_usage_is_no_token_evidence_but_counts_for_success(tmp_path: Path) -> None:
+    # A trial hung before any reply stores usage null: its pair gives no sign for tokens (a tie), while
+    # its outcome still takes part in the success comparison and the cell's counts.
+    samples = []
+    for t in range(4):
+        for arm, extra in (("a", 4_000), ("b", 0)):
+            samples += cell_samples(arm, f"task-{t}", 3, tokens_by_trial=[tokens(2_500 + extra + d) for d in (0, 10, 20)])
+    unknown = next(s for s in samples if s["arm"] == "a" and s["task"] == "task-0")
+    unknown["usage"] = {"total": None, "by_model": {}}
+    report = build_report(write_samples(tmp_path, samples), ReportSettings(arms=["a", "b"]))
+    assert report.store.usage_unknown == 1
+    tokens_pair = comparison(report, "cost_equivalent", "a", "b")
+    assert tokens_pair.within_tasks.pairs == 12 and tokens_pair.within_tasks.nonzero == 11
+    assert tokens_pair.within_tasks.positives == 11
+    success_pair = comparison(report, "success", "a", "b")
+    assert success_pair.within_tasks.pairs == 12
+    cell = next(c for c in report.cells if (c.arm, c.task) == ("a", "task-0"))
+    assert cell.scored == 3 and cell.cost_equivalent.n == 2

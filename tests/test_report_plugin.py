@@ -122,3 +122,17 @@ def pytest_benchcell_probe(bench):
     out = result.stdout.str()
     assert "missing and" not in out  # no "Of N cells, M missing" notice
     assert not re.search(r"make-file\s+single-mutation\s+missing", out)  # and no row in the per-cell matrix
+
+
+def test_report_reads_further_stores_as_one(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    fill(pytester)
+    other = Store(pytester.path / "other")
+    for trial in range(4, 6):
+        other.append(make_sample("shell", "make-file", trial=trial, tier="single-mutation"))
+    result = pytester.runpytest("--bench-report-json", "r.json", "--bench-report-store", "other")
+    assert result.ret == pytest.ExitCode.OK
+    document = json.loads((pytester.path / "r.json").read_text())
+    cells = {(cell["arm"], cell["task"]): cell["scored"] for cell in document["cells"]}
+    assert cells[("shell", "make-file")] == 3  # one from the bench's store, two from the other
+    assert len(document["store"]["stores"]) == 2

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_benchcell.sample import Definition
 from pytest_benchcell.store import Cell, Store, StoreError
 
 CELL = Cell("scripted", "cli", "count-open")
@@ -150,37 +151,39 @@ def test_concurrent_processes_never_share_a_trial_number_or_lose_a_line(tmp_path
     assert all(json.loads(line)["padding"] == "x" * 3000 for line in lines if line)
 
 
-def test_count_scored_counts_one_fingerprint_when_asked(tmp_path: Path) -> None:
+def test_count_current_follows_conditions_and_scoring(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    for trial, (status, fingerprint) in enumerate(
-        [("scored", "new"), ("scored", "old"), ("invalid", "new"), ("scored", "new")], start=1
-    ):
-        store.append({**make_sample(trial, status=status), "provenance": {"fingerprint": fingerprint}})
-    assert store.count_scored(CELL) == 3
-    assert store.count_scored(CELL, "new") == 2
-    assert store.count_scored(CELL, "old") == 1
+    rows = [("scored", "pass", "C", "S"), ("scored", "pass", "C-old", "S"), ("invalid", None, "C", "S"),
+            ("scored", "incorrect", "C", "S-old"), ("scored", "confused", "C", "S-old"), ("scored", "pass", "L", "L")]
+    for trial, (status, outcome, conditions, scoring) in enumerate(rows, start=1):
+        store.append({**make_sample(trial, status=status), "outcome": outcome,
+                      "provenance": {"conditions": conditions, "scoring": scoring}})  # fmt: skip
+    count = store.count_current(CELL, Definition("C", "S", legacy="L"))
+    # pass (C,S); confused is a bound, not a verdict of the old scoring; the schema-1 "L" sample
+    assert (count.current, count.stale_scoring, count.other_conditions) == (3, 1, 1)
+    assert store.count_current(CELL).current == 5  # no definition: every scored sample
 
 
-def test_count_scored_uses_the_index_and_the_samples_written_after_it(tmp_path: Path) -> None:
+def test_count_current_uses_the_index_and_the_samples_written_after_it(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
     store.append({**make_sample(2, status="invalid"), "provenance": {"fingerprint": "fp"}})
-    assert store.index_path(CELL).read_text().splitlines()[0].startswith("scored\tfp\t")
+    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b3\tid-cli-count-open-1\t0\t")
     # a sample that reached the samples file but not the index (a crash between the two writes)
     with store.samples_path(CELL).open("ab") as handle:
         handle.write((json.dumps({**make_sample(3), "provenance": {"fingerprint": "fp"}}) + "\n").encode())
-    assert store.count_scored(CELL, "fp") == 2
+    assert store.count_scored(CELL, Definition("fp", "fp")) == 2
 
 
-def test_count_scored_ignores_an_index_that_does_not_match_the_samples(tmp_path: Path) -> None:
+def test_count_current_ignores_an_index_that_does_not_match_the_samples(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
     store.index_path(CELL).write_text("scored\tfp\t999999\nscored\tfp\t999999\n")  # describes another file
-    assert store.count_scored(CELL, "fp") == 1
+    assert store.count_scored(CELL, Definition("fp", "fp")) == 1
     store.index_path(CELL).write_text("garbage")
-    assert store.count_scored(CELL, "fp") == 1
+    assert store.count_scored(CELL, Definition("fp", "fp")) == 1
     store.index_path(CELL).unlink()
-    assert store.count_scored(CELL, "fp") == 1
+    assert store.count_scored(CELL, Definition("fp", "fp")) == 1
 
 
 REPORT_FIELDS = ("id", "status", "outcome", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at")

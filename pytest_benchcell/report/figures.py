@@ -44,7 +44,7 @@ from ..sample import (
     OUTCOME_PASS,
     TOKEN_COMPONENTS,
 )
-from ..store import Problem, Store
+from ..store import DUPLICATE, Problem, Store, StoreSet
 from .model import (
     COVERED,
     PARTIAL,
@@ -105,7 +105,7 @@ class _Context:
         return self.cells[(arm, task)].coverage == COVERED
 
 
-def build_report(store: Store, settings: ReportSettings | None = None) -> Report:
+def build_report(store: Store | StoreSet, settings: ReportSettings | None = None) -> Report:
     """Read the store one cell at a time and compute every table. Never holds a transcript."""
     settings = settings or ReportSettings()
     settings.validate()
@@ -121,11 +121,12 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
     ]  # fmt: skip
     summaries: dict[tuple[str, str], CellSummary] = {}
     trials: dict[tuple[str, str], list[Trial]] = {}
-    samples_read = 0
+    samples_read = usage_unknown = 0
     for cell in selected:
-        groups = read_cell(store, cell, weights, problems)
+        groups = read_cell(store, cell, weights, problems, settings.definitions)
         samples_read += sum(group.samples for group in groups.values())
-        summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
+        summary = summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
+        usage_unknown += groups[summary.fingerprint].usage_unknown if summary.fingerprint in groups else 0
         trials[(cell.arm, cell.task)] = scored_trials(groups)
 
     catalogue = _catalogue(settings, summaries)
@@ -145,7 +146,10 @@ def build_report(store: Store, settings: ReportSettings | None = None) -> Report
         samples_used=sum(s.samples for s in summaries.values()),
         other_model_kind_cells=len(store.cells(other_kind)),
         cells_outside_selection=len(all_cells) - len(selected),
-        problems=[_problem_text(store, p) for p in problems],
+        problems=[_problem_text(store, p) for p in problems if p.kind != DUPLICATE],
+        duplicates=[p.sample_id for p in problems if p.kind == DUPLICATE],
+        usage_unknown=usage_unknown,
+        stores=[str(one.root) for one in store.stores] if isinstance(store, StoreSet) and len(store.stores) > 1 else [],
     )
     headline_tasks = _headline_tasks(context)
     cells = [summaries[(arm, task)] for arm in arms for task in context.scored_tasks()]
@@ -401,7 +405,7 @@ class _MetricSpec:
     unit: str
     better: str
     values: Callable[[CellSummary], float | None]  # the cell's mean
-    trial_value: Callable[[Trial], float]  # one trial's value, for the pairs within tasks
+    trial_value: Callable[[Trial], float | None]  # one trial's value, for the pairs within tasks (None: unknown)
     show: Callable[[float], str]  # a magnitude, e.g. "1,234 tokens" or "5.0 pp"
 
 
@@ -467,8 +471,7 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     key = (a, b, tasks)
     if key not in context.paired:  # the same order serves both metrics
         context.paired[key] = _paired_in_time_order(trials, a, b, tasks, context.settings.floor)
-    value = spec.trial_value
-    within = stats.sign_e_process(value(trial_a) - value(trial_b) for trial_a, trial_b in context.paired[key])
+    within = stats.sign_e_process(_difference(spec, trial_a, trial_b) for trial_a, trial_b in context.paired[key])
     pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
     if spec.key == "success":
         base = [(per_a[t][0] + per_b[t][0]) / 2.0 for t in tasks]
@@ -476,14 +479,21 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     else:
         residuals = []
         for t in tasks:
-            values_a = [spec.trial_value(trial) for trial in trials[(a, t)]]
-            values_b = [spec.trial_value(trial) for trial in trials[(b, t)]]
-            centre_a, centre_b = stats.mean(values_a), stats.mean(values_b)
+            values_a = [v for trial in trials[(a, t)] if (v := spec.trial_value(trial)) is not None]
+            values_b = [v for trial in trials[(b, t)] if (v := spec.trial_value(trial)) is not None]
+            centre_a = stats.mean(values_a) if values_a else 0.0
+            centre_b = stats.mean(values_b) if values_b else 0.0
             residuals.append([v - centre_a for v in values_a] + [v - centre_b for v in values_b])
         mde = stats.shift_mde(residuals, pairs_per_task, claim_e) if tasks else None
     mean_a = stats.mean(per_a[t][0] for t in tasks) if tasks else None
     mean_b = stats.mean(per_b[t][0] for t in tasks) if tasks else None
     return _Evidence(spec, a, b, over_tasks, within, mde, mean_a, mean_b)
+
+
+def _difference(spec: _MetricSpec, trial_a: Trial, trial_b: Trial) -> float:
+    """One pair's difference; a pair with an unknown value (usage never reported) is a tie: no evidence."""
+    value_a, value_b = spec.trial_value(trial_a), spec.trial_value(trial_b)
+    return 0.0 if value_a is None or value_b is None else value_a - value_b
 
 
 def _paired_in_time_order(
@@ -631,5 +641,17 @@ def _notices(report: Report, context: _Context) -> list[str]:
         notes.append(f"Samples of more than one model are in this report: {listed}; the JSON lists each cell's models.")
     if report.store.problems:
         notes.append(f"Skipped {plural(len(report.store.problems), 'unreadable line')} of the store; see Problems.")
+    if report.store.duplicates:
+        notes.append(
+            f"Counted once: {plural(len(report.store.duplicates), 'sample')} stored more than once (same sample id): "
+            f"{names_in_prose(report.store.duplicates)}."
+        )
+    if report.store.usage_unknown:
+        notes.append(
+            f"Left out of token figures: {plural(report.store.usage_unknown, 'scored sample')} with unknown usage "
+            "(no model reply was ever reported); their outcomes count."
+        )
+    if len(report.store.stores) > 1:
+        notes.append(f"Read {len(report.store.stores)} stores as one, each sample id once: {', '.join(report.store.stores)}.")
     return notes
 

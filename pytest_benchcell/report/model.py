@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import statistics as stats
-from ..sample import MODEL_KINDS, TOKEN_COMPONENTS
+from ..sample import MODEL_KINDS, TOKEN_COMPONENTS, Definition
 
 REPORT_SCHEMA_VERSION = 2
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
@@ -53,6 +53,9 @@ class ReportSettings:
     seed: int = 0
     resamples: int = stats.DEFAULT_RESAMPLES
     confidence: float = stats.DEFAULT_CONFIDENCE
+    # (arm, task) -> the bench's current Definition: pools schema-1 samples of it and sets verdicts of
+    # an older scoring apart (store.read_summaries). None: samples pool by their conditions alone.
+    definitions: Mapping[tuple[str, str], Definition] | None = None
 
     def validate(self) -> None:
         if not isinstance(self.floor, int) or isinstance(self.floor, bool) or self.floor < 1:
@@ -316,6 +319,9 @@ class StoreInfo:
     other_model_kind_cells: int
     cells_outside_selection: int
     problems: list[str]
+    duplicates: list[str]
+    usage_unknown: int
+    stores: list[str]
 
 
 @dataclass(frozen=True)
@@ -381,6 +387,7 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         weights={name: float(bench.weights[name]) for name in TOKEN_COMPONENTS},
         model_kind=model_kind,
         arms=list(bench.arms),
+        definitions={(arm, task): bench.definition(arm, task) for arm in bench.arms for task in bench.tasks},
         tasks={
             task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
             for task_id, task in bench.tasks.items()

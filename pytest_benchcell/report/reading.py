@@ -6,6 +6,7 @@ Only this module knows the sample record's fields; it hands figures.py one CellS
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,8 @@ from ..sample import (
     STATUS_SCORED,
     TOKEN_COMPONENTS,
 )
-from ..store import Cell, Problem, Store
+from ..sample import Definition
+from ..store import STALE_PREFIX, Cell, Problem, Store, StoreSet
 from .model import COVERED, MISSING, PARTIAL, CellFigure, CellSummary, FingerprintGroup, Rate, TaskInfo
 
 _OUTCOME_NAMES = (OUTCOME_PASS, OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
@@ -33,7 +35,7 @@ _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 # What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
 _SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS = range(10)
 _Row = tuple[Any, ...]
-Trial = tuple[str, bool, float]  # started_at, passed, cost-equivalent tokens
+Trial = tuple[str, bool, "float | None"]  # started_at, passed, cost-equivalent tokens (None: usage unknown)
 
 
 _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
@@ -41,9 +43,12 @@ _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "tur
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
 
 
-def _tokens_of(usage: Any) -> tuple[int, int, int, int]:
-    """The four components of usage.total; anything absent or malformed counts as 0, never guessed."""
+def _tokens_of(usage: Any) -> tuple[int, int, int, int] | None:
+    """The four components of usage.total; None when the usage is unknown (null); a component that is
+    absent or malformed counts as 0, never guessed."""
     total = usage.get("total") if type(usage) is dict else None
+    if total is None and type(usage) is dict and "total" in usage:
+        return None  # recorded as unknown: left out of token figures, counted in outcomes
     if type(total) is not dict:
         return (0, 0, 0, 0)
     try:
@@ -95,23 +100,26 @@ class _Group:
         self.bonus = any(value is True for value in columns[_BONUS])
 
         scored = [row for row in rows if row[_STATUS] == STATUS_SCORED]
+        self.scored = len(scored)
         self.outcomes = Counter(row[_OUTCOME] for row in scored)
-        tokens = [row[_TOKENS] for row in scored]
         w0, w1, w2, w3 = weights
-        # Hung trials are scored: they count here with whatever usage they had.
-        self.cost_equivalent = [w0 * a + w1 * b + w2 * c + w3 * d for a, b, c, d in tokens]
+        # Hung trials are scored: they count here with whatever usage they had; unknown usage is no figure.
+        costs = [
+            None if row[_TOKENS] is None else w0 * row[_TOKENS][0] + w1 * row[_TOKENS][1] + w2 * row[_TOKENS][2] + w3 * row[_TOKENS][3]
+            for row in scored
+        ]  # fmt: skip
+        tokens = [row[_TOKENS] for row in scored if row[_TOKENS] is not None]
+        self.usage_unknown = len(scored) - len(tokens)
+        self.cost_equivalent = [cost for cost in costs if cost is not None]
         # The scored trials in the order they started (the order the within-task comparison pairs them).
         self.trials: list[Trial] = sorted(
-            (str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost) for row, cost in zip(scored, self.cost_equivalent)
+            ((str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost) for row, cost in zip(scored, costs)),
+            key=lambda trial: trial[:2],
         )
         self.components: list[tuple[int, ...]] = list(zip(*tokens)) if tokens else [(), (), (), ()]
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
-
-    @property
-    def scored(self) -> int:
-        return len(self.cost_equivalent)
 
     def summary(self, used: bool) -> FingerprintGroup:
         return FingerprintGroup(
@@ -126,7 +134,10 @@ class _Group:
         )
 
 
-def read_cell(store: Store, cell: Cell, weights: Sequence[float], problems: list[Problem]) -> dict[str, _Group]:
+def read_cell(
+    store: Store | StoreSet, cell: Cell, weights: Sequence[float], problems: list[Problem],
+    definitions: Mapping[tuple[str, str], Definition] | None = None,
+) -> dict[str, _Group]:  # fmt: skip
     """Stream one cell's file and split its reduced samples by fingerprint.
 
     Rescore records (--bench-rescore) are not samples: the latest one for a sample replaces that
@@ -135,7 +146,9 @@ def read_cell(store: Store, cell: Cell, weights: Sequence[float], problems: list
     by_fingerprint: dict[str, list[_Row]] = {}
     where: dict[str, tuple[str, int]] = {}  # sample id -> (fingerprint, row index)
     rescored: dict[str, Any] = {}  # sample id -> latest outcome
-    for sample in store.iter_summaries(problems, cells=[cell]):  # the index where it can, else the samples
+    # One reader (store.read_summaries): the checked index where it can, else the samples; rescores
+    # applied and duplicate ids dropped there already.
+    for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
         if sample.get("status") == STATUS_RESCORE:
             rescored[str(sample.get("rescore_of"))] = sample.get("outcome")
             continue
@@ -159,14 +172,17 @@ def _cell_figure(values: Sequence[float]) -> CellFigure:
     return CellFigure(stats.mean(values), stats.median(values), len(values))
 
 
-def newest(groups: Mapping[str, _Group]) -> _Group:
-    """The group a cell reports: the fingerprint seen most recently, ties broken by name so it is stable."""
-    return max(groups.values(), key=lambda g: (g.last_seen, g.fingerprint))
+def newest(groups: Mapping[str, _Group]) -> _Group | None:
+    """The group a cell reports: the fingerprint seen most recently, ties broken by name so it is stable.
+    Verdicts of an older scoring definition are never the ones used (a rescore brings them up to date)."""
+    usable = [group for group in groups.values() if not group.fingerprint.startswith(STALE_PREFIX)]
+    return max(usable, key=lambda g: (g.last_seen, g.fingerprint)) if usable else None
 
 
 def scored_trials(groups: Mapping[str, _Group]) -> list[Trial]:
-    """(started_at, passed, cost-equivalent) of the reported group's scored trials, oldest first."""
-    return newest(groups).trials if groups else []
+    """(started_at, passed, cost-equivalent or None) of the reported group's scored trials, oldest first."""
+    used = newest(groups)
+    return used.trials if used is not None else []
 
 
 def summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: int, z: float) -> CellSummary:
@@ -174,6 +190,11 @@ def summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: int
     if not groups:
         return empty_cell(arm, task, TaskInfo(""))
     used = newest(groups)
+    if used is None:  # only verdicts of an older scoring: shown as groups, none used
+        any_group = next(iter(groups.values()))
+        empty = empty_cell(arm, task, TaskInfo(any_group.tier, any_group.bonus))
+        summaries = [group.summary(False) for group in groups.values()]
+        return dataclasses.replace(empty, left_out_older=sum(g.samples for g in groups.values()), groups=summaries)
     summaries = sorted(
         (group.summary(group is used) for group in groups.values()),
         key=lambda g: (g.last_seen, g.fingerprint),
@@ -221,7 +242,7 @@ def empty_cell(arm: str, task: str, info: TaskInfo) -> CellSummary:
     )  # fmt: skip
 
 
-def discover_tasks(store: Store, model_kind: str = "real") -> dict[str, TaskInfo]:
+def discover_tasks(store: Store | StoreSet, model_kind: str = "real") -> dict[str, TaskInfo]:
     """Task -> TaskInfo from the first readable sample of each task's first cell (cheap: one line each).
 
     For callers that need a catalogue before building the report (the CLI's --task filter).

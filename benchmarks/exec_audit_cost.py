@@ -1,0 +1,117 @@
+"""What does the execution audit add to one Bash command? Target: <= 30 ms per command.
+
+    .venv/bin/python benchmarks/exec_audit_cost.py [--runs 20]
+
+Each command is wrapped the way the Claude Code CLI wraps it (source the shell snapshot, `eval
+'<command>'`, record the cwd) and run three ways, alternating so drift of this shared machine
+lands on all of them:
+
+- bare:     `bash -c WRAPPED`, what the CLI runs without a prefix;
+- audited:  the trial's prefix (isolation.exec_audit.ExecAudit): strace -f with --seccomp-bpf when
+            the installed strace supports it, one log per command;
+- ptrace:   the same without --seccomp-bpf (strace stops at every system call), for comparison.
+
+The check after the run (parse the log, judge every record against the arm's policy) is timed
+separately and added. Commands: a pipeline of utilities, git status in a small repository (git
+starts no helper here), and a python script binary through `#!/usr/bin/env python3`: once as PATH
+finds python3 (on this machine a pyenv shim that starts about forty programs before the
+interpreter), once with the interpreter's own folder first on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_benchcell.isolation.exec_audit import ExecAudit, ExecPolicy, check_records, find_tracer
+
+TARGET_MS = 30.0
+REAL_PYTHON = os.path.dirname(os.path.realpath(sys.executable))  # the interpreter itself, no shim
+COMMANDS = {
+    "pipeline": "printf 'b\\na\\nb\\n' | sort | uniq -c | wc -l",
+    "git status": "git status --short",
+    "python script": "./tool hello",
+    "python, no shim": f"PATH={REAL_PYTHON}:$PATH ./tool hello",
+}
+
+
+def wrapped(command: str, folder: Path) -> str:
+    snapshot = folder / "snapshot.sh"
+    quoted = "'" + command.replace("'", "'\"'\"'") + "'"
+    return (
+        f"source {snapshot} 2>/dev/null || true && eval {quoted} < /dev/null && pwd -P >| {folder}/cwd"
+    )
+
+
+def timed(argv: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    tracer = find_tracer()
+    if not tracer.available:
+        print(f"the execution audit cannot run here: {tracer.reason}")
+        return 1
+    bash = os.path.realpath(shutil.which("bash") or "/bin/bash")
+    scratch = Path(tempfile.mkdtemp(prefix="exec-audit-bench-"))
+    try:
+        work = scratch / "work"
+        work.mkdir()
+        (scratch / "snapshot.sh").write_text("export BENCH_SNAPSHOT=1\n")
+        tool = work / "tool"
+        tool.write_text("#!/usr/bin/env python3\nimport sys\nprint(' '.join(sys.argv[1:]))\n")
+        tool.chmod(0o755)
+        subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+        audited = ExecAudit(scratch / "audited", tracer)
+        ptrace = ExecAudit(scratch / "ptrace", replace(tracer, seccomp_bpf=False))
+        policy = ExecPolicy("bench", audited.shell, {}, {}, {})
+        print(f"strace {tracer.version}, seccomp-bpf {'on' if tracer.seccomp_bpf else 'not supported'}; "
+              f"{args.runs} runs per way, medians")  # fmt: skip
+        print(f"{'command':<15} {'bare':>8} {'audited':>9} {'ptrace':>8} {'check':>7} {'records':>8} {'audit cost':>11}")
+        worst = 0.0
+        for name, command in COMMANDS.items():
+            line = wrapped(command, scratch)
+            times: dict[str, list[float]] = {"bare": [], "audited": [], "ptrace": []}
+            for _ in range(args.runs + 1):  # the first round warms caches and is dropped
+                for way, argv in (
+                    ("bare", [bash, "-c", line]),
+                    ("audited", [str(audited.prefix), line]),
+                    ("ptrace", [str(ptrace.prefix), line]),
+                ):
+                    times[way].append(timed(argv, work))
+            logs = audited.records()
+            started = time.perf_counter()
+            for records in logs:
+                check_records(records, policy)
+            check = (time.perf_counter() - started) / len(logs)
+            median = {way: statistics.median(values[1:]) * 1000 for way, values in times.items()}
+            cost = median["audited"] - median["bare"] + check * 1000
+            worst = max(worst, cost)
+            print(
+                f"{name:<15} {median['bare']:>6.1f}ms {median['audited']:>7.1f}ms {median['ptrace']:>6.1f}ms "
+                f"{check * 1000:>5.2f}ms {len(logs[-1]):>8} {cost:>9.1f}ms"
+            )
+            for log in audited.logs.glob("*.log"):
+                log.unlink()
+        verdict = "met" if worst <= TARGET_MS else "missed"
+        print(f"worst audit cost per command: {worst:.1f} ms (target <= {TARGET_MS:.0f} ms: {verdict})")
+        return 0 if worst <= TARGET_MS else 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,601 @@
+"""The execution audit: what programs actually ran, independent of the guard and of the transcript.
+
+The guard reads the command line and the tool audit re-reads the tool calls; both see what was
+typed. An allowed program can still start others (a git alias, `git difftool -x`, a pager, a hook),
+and a write to a file the CLI sources later runs code on the next command. So every Bash command
+of a trial runs under a tracer that records each program executed in its process tree, and after
+the run the records are checked against the arm's execution policy.
+
+How it runs. The Claude Code CLI honours `CLAUDE_CODE_SHELL_PREFIX`: it starts each Bash command
+as `PREFIX "<the whole wrapped command>"` (one argument: it sources the CLI's shell snapshot, then
+evals the command). The prefix written here runs `strace -f -e trace=execve,...` on
+`bash -c "$1"`, one log per command, in a per-trial folder that is outside the agent's working
+directory and the environment's workdir (the only places the guard lets the agent write). strace's
+seccomp-bpf filter (`--seccomp-bpf`, used when the installed strace supports it) stops the tracee
+only at the traced calls, so the cost is a few milliseconds per command (benchmarks/exec_audit_cost.py).
+
+What the records show. Each successful execve (path, argv) with the process that ran it; fork,
+vfork and clone give the parent. The chain of a record is the programs above it: the image its
+process replaced (exec keeps the pid), else the image its parent process had when it forked. The
+CLI's own wrapping (sourcing the snapshot, `eval`, `pwd -P`) uses shell builtins only and runs no
+program, so nothing needs filtering: the first record of each log is the shell itself.
+
+The policy (ExecPolicy). A record is allowed when it is
+- the shell the prefix started (the root of the tree);
+- one of the arm's binaries: its name in the arm and its file the one the harness put on PATH
+  (the curated wrapper or the real program it starts);
+- a harmless utility: its name in the list and its file the one the harness linked;
+- a helper of a binary above it in the chain: declared by the arm (`helpers = { git = [...] }`)
+  or learned when the trial is set up: the interpreter of a script binary (`#!/usr/bin/env
+  python3`) and the programs that interpreter's start-up runs (pyenv shims, for instance), found by
+  tracing `INTERPRETER --version` once.
+Anything else makes the trial invalid, stored with its program, argv and parent chain.
+
+Limits. strace sees execve, not what a program does without starting one (a shell redirection, a
+network connection, a library loaded into an allowed program). The logs are files the agent's user
+could write; the guard refuses writes outside the working directory and the environment's workdir,
+a program that ran is logged before its first instruction, and a removed log (fewer logs than Bash
+commands that completed) or a cut one (without its own shell's record) is reported, but a log
+rewritten whole by a foreign program that already ran is not noticed. Helpers are matched by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "INSTALL_HINT",
+    "Tracer",
+    "ExecRecord",
+    "ExecLeak",
+    "ExecPolicy",
+    "find_tracer",
+    "parse_strace_log",
+    "check_records",
+    "script_interpreter",
+    "interpreter_helpers",
+    "ExecAudit",
+    "ExecReport",
+]
+
+INSTALL_HINT = (
+    "install strace (Debian/Ubuntu: apt-get install strace; Fedora: dnf install strace; Arch: pacman -S "
+    "strace); the execution audit needs Linux and a strace that may trace child processes"
+)
+# The calls that show programs and their parents. execve/execveat: a program starts; fork, vfork,
+# clone, clone3: a process starts (its parent). Everything else runs untraced under seccomp-bpf.
+TRACED_CALLS = "execve,execveat,fork,vfork,clone,clone3"
+MAX_STRING = 65536  # strace's -s: strings (and the number of argv entries) printed before "..."
+STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-e", f"trace={TRACED_CALLS}", "-s", str(MAX_STRING))
+CALIBRATION_TIMEOUT_S = 20.0
+
+
+# --------------------------------------------------------------------------------------------
+# The tracer: is the audit available here?
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tracer:
+    available: bool
+    program: str = ""  # the strace executable
+    version: str = ""
+    seccomp_bpf: bool = False  # whether --seccomp-bpf works here
+    reason: str = ""  # why the audit cannot run ("" when available)
+
+    def options(self) -> tuple[str, ...]:
+        return (*STRACE_OPTIONS, *(("--seccomp-bpf",) if self.seccomp_bpf else ()))
+
+    def describe(self) -> str:
+        """One line for the pytest header and the sample's provenance."""
+        if not self.available:
+            return f"off ({self.reason})"
+        return f"on (strace {self.version}{', seccomp-bpf' if self.seccomp_bpf else ''})"
+
+
+@functools.lru_cache(maxsize=1)
+def find_tracer() -> Tracer:
+    """Whether strace is installed and may trace children here (checked once per process)."""
+    if not sys.platform.startswith("linux"):
+        return Tracer(False, reason=f"not on Linux ({sys.platform}); the audit needs strace")
+    program = shutil.which("strace")
+    if program is None:
+        return Tracer(False, reason="strace is not installed")
+    version = _strace_version(program)
+    for seccomp in (True, False):
+        if _trace_works(program, seccomp):
+            return Tracer(True, program, version, seccomp)
+    return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
+
+
+def _strace_version(program: str) -> str:
+    try:
+        first = subprocess.run([program, "-V"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    match = re.search(r"version\s+(\S+)", first[0]) if first else None
+    return match.group(1) if match else "unknown"
+
+
+def _trace_works(program: str, seccomp: bool) -> bool:
+    """Trace `sh -c 'true; true'` and check both the shell and its child were recorded."""
+    true = shutil.which("true") or "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
+        log = Path(folder) / "log"
+        tracer = Tracer(True, program, seccomp_bpf=seccomp)
+        command = [program, *tracer.options(), "-o", str(log), "/bin/sh", "-c", f"{true}; {true}"]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if done.returncode != 0 or not log.exists():
+            return False
+        records = parse_strace_log(log.read_text(errors="replace"))
+    return [Path(record.path).name for record in records[1:]] == ["true", "true"] and records[2].parent == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Records: parsing strace's output
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecRecord:
+    index: int  # position in its log
+    pid: int
+    path: str  # the file executed, as passed to execve
+    argv: tuple[str, ...]
+    parent: int | None  # index of the record above it in the chain (None: the root)
+    truncated: bool = False  # strace cut a string or the argv list short
+    log: str = ""  # the log it came from
+
+
+_LINE = re.compile(r"^(\d+)\s+(.*)$")
+_CALL = re.compile(r"^(execve|execveat|fork|vfork|clone|clone3)\(")
+_RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>")
+_RESULT = re.compile(r"\)\s+=\s+(-?\d+)(?:\s|$)")
+
+
+def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
+    """Successful program starts from one `strace -f` log, with each one's place in the tree.
+
+    Lines of different processes interleave; a call interrupted by another process's output is
+    printed as `<unfinished ...>` and completed by a `<... NAME resumed>` line, which is joined here.
+    A child's first line can come before its parent's fork returns, so parents are resolved after
+    the whole log is read.
+    """
+    pending: dict[int, str] = {}
+    calls: list[tuple[int, str]] = []  # (pid, the whole call text), in order of completion
+    for raw in text.splitlines():
+        match = _LINE.match(raw)
+        if match is None:
+            continue
+        pid, rest = int(match.group(1)), match.group(2)
+        if rest.endswith("<unfinished ...>"):
+            pending[pid] = rest[: -len("<unfinished ...>")].rstrip()
+            continue
+        resumed = _RESUMED.match(rest)
+        if resumed is not None:
+            rest = pending.pop(pid, f"{resumed.group(1)}(") + rest[resumed.end() :]
+        if _CALL.match(rest):
+            calls.append((pid, rest))
+
+    # A process cannot exec while its own fork is in progress, so the image a child starts with is
+    # its parent's latest image before the fork returned, wherever the child's own lines fall.
+    execs: list[tuple[int, int, str, tuple[str, ...], bool]] = []  # (position, pid, path, argv, truncated)
+    forks: dict[int, tuple[int, int]] = {}  # child pid -> (parent pid, position of the fork)
+    for position, (pid, call) in enumerate(calls):
+        name = call.split("(", 1)[0]
+        result = _RESULT.search(call, call.rfind(")")) if ")" in call else None
+        value = int(result.group(1)) if result else -1
+        if name in ("execve", "execveat"):
+            parsed = _exec_arguments(call, name) if value == 0 else None  # failed: a PATH search
+            if parsed is not None:
+                execs.append((position, pid, *parsed))
+        elif value > 0:
+            forks.setdefault(value, (pid, position))
+    by_pid: dict[int, list[tuple[int, int]]] = {}  # pid -> [(position, record index)]
+    for index, (position, pid, *_rest) in enumerate(execs):
+        by_pid.setdefault(pid, []).append((position, index))
+
+    def image_at(pid: int, position: int, depth: int = 0) -> int | None:
+        before = [index for at, index in by_pid.get(pid, []) if at < position]
+        if before:
+            return before[-1]
+        fork = forks.get(pid)
+        if fork is None or depth > len(calls):
+            return None
+        return image_at(fork[0], fork[1], depth + 1)
+
+    return [
+        ExecRecord(index, pid, path, argv, image_at(pid, position), truncated, log)
+        for index, (position, pid, path, argv, truncated) in enumerate(execs)
+    ]
+
+
+def _exec_arguments(call: str, name: str) -> tuple[str, tuple[str, ...], bool] | None:
+    """(path, argv, truncated) from `execve("/p", ["a", "b"], ...)` or `execveat(fd, "p", [...], ...)`."""
+    at = call.index("(") + 1
+    if name == "execveat":
+        comma = call.find(",", at)
+        if comma < 0:
+            return None
+        at = comma + 1
+    reader = _Reader(call, at)
+    path, truncated = reader.string()
+    if path is None:
+        return None
+    reader.expect(",")
+    argv, cut = reader.string_list()
+    return path, tuple(argv), truncated or cut
+
+
+class _Reader:
+    """Reads strace's C-like string and array syntax."""
+
+    _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b", "\\": "\\", '"': '"'}
+
+    def __init__(self, text: str, at: int) -> None:
+        self.text = text
+        self.at = at
+
+    def skip(self) -> None:
+        while self.at < len(self.text) and self.text[self.at] == " ":
+            self.at += 1
+
+    def expect(self, char: str) -> None:
+        self.skip()
+        if self.text.startswith(char, self.at):
+            self.at += 1
+
+    def string(self) -> tuple[str | None, bool]:
+        self.skip()
+        if not self.text.startswith('"', self.at):
+            return None, False
+        out = bytearray()
+        i = self.at + 1
+        text = self.text
+        while i < len(text) and text[i] != '"':
+            char = text[i]
+            if char == "\\" and i + 1 < len(text):
+                nxt = text[i + 1]
+                if nxt in "01234567":
+                    digits = re.match(r"[0-7]{1,3}", text[i + 1 : i + 4])
+                    assert digits is not None
+                    out.append(int(digits.group(0), 8) & 0xFF)
+                    i += 1 + len(digits.group(0))
+                    continue
+                if nxt == "x" and re.match(r"[0-9a-fA-F]{2}", text[i + 2 : i + 4]):
+                    out.append(int(text[i + 2 : i + 4], 16))
+                    i += 4
+                    continue
+                out.extend(self._ESCAPES.get(nxt, nxt).encode())
+                i += 2
+                continue
+            out.extend(char.encode())
+            i += 1
+        self.at = i + 1
+        truncated = text.startswith("...", self.at)
+        if truncated:
+            self.at += 3
+        return out.decode("utf-8", errors="replace"), truncated
+
+    def string_list(self) -> tuple[list[str], bool]:
+        self.skip()
+        items: list[str] = []
+        truncated = False
+        if not self.text.startswith("[", self.at):
+            return items, True  # an address: strace could not read the array
+        self.at += 1
+        while self.at < len(self.text):
+            self.skip()
+            if self.text.startswith("]", self.at):
+                self.at += 1
+                break
+            if self.text.startswith("...", self.at):
+                truncated = True
+                self.at += 3
+                continue
+            value, cut = self.string()
+            if value is None:
+                truncated = True
+                break
+            items.append(value)
+            truncated = truncated or cut
+            self.expect(",")
+        return items, truncated
+
+
+# --------------------------------------------------------------------------------------------
+# The policy and the check
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecPolicy:
+    """What one arm's Bash commands may execute (see the module docstring)."""
+
+    arm: str
+    shell: str  # the shell the prefix starts (a real path)
+    binaries: Mapping[str, frozenset[str]]  # arm binary -> the real paths that are it
+    harmless: Mapping[str, frozenset[str]]  # harmless utility -> the real paths that are it
+    helpers: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> helper names
+
+
+@dataclass(frozen=True)
+class ExecLeak:
+    program: str
+    argv: tuple[str, ...]
+    chain: tuple[tuple[str, tuple[str, ...]], ...]  # (program, argv) above it, nearest first
+    reason: str
+
+    def describe(self) -> str:
+        above = " <- ".join(_short(program, argv) for program, argv in self.chain)
+        return f"exec {_short(self.program, self.argv)} ran ({self.reason}); started by {above or 'nothing'}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "program": self.program,
+            "argv": list(self.argv),
+            "chain": [{"program": program, "argv": list(argv)} for program, argv in self.chain],
+            "reason": self.reason,
+        }
+
+
+def check_records(records: Sequence[ExecRecord], policy: ExecPolicy) -> list[ExecLeak]:
+    """Every record the policy does not allow, with its chain ([] = everything that ran was allowed)."""
+    allowed_as: dict[int, str] = {}  # record index -> the binary/utility name it was allowed as
+    leaked: set[int] = set()
+    leaks: list[ExecLeak] = []
+    for record in records:
+        if record.parent in leaked:
+            leaked.add(record.index)  # started by a foreign program: part of that leak, not another one
+            continue
+        verdict = _judge(record, records, policy, allowed_as)
+        if verdict.startswith("!"):
+            leaked.add(record.index)
+            leaks.append(_leak(record, records, verdict[1:]))
+        else:
+            allowed_as[record.index] = verdict
+    return leaks
+
+
+def _judge(record: ExecRecord, records: Sequence[ExecRecord], policy: ExecPolicy, allowed_as: dict[int, str]) -> str:
+    """The name this record is allowed as, or "!" + why it is not."""
+    real = _real(record.path)
+    name = Path(record.path).name
+    if record.parent is None:
+        return "(shell)" if real == policy.shell else f"!the command did not start in the audit's shell {policy.shell}"
+    if name in policy.binaries and real in policy.binaries[name]:
+        return name
+    if name in policy.harmless and real in policy.harmless[name]:
+        return name
+    for above in _chain(record, records):
+        binary = allowed_as.get(above.index, "")
+        if name in policy.helpers.get(binary, ()):
+            return binary
+    if name in policy.binaries or name in policy.harmless:
+        return f"!{record.path} is not the {name} the harness put on PATH"
+    return f"!{name} is not a program of arm '{policy.arm}' nor a helper of a binary that started it"
+
+
+def _chain(record: ExecRecord, records: Sequence[ExecRecord]) -> list[ExecRecord]:
+    chain = []
+    parent = record.parent
+    while parent is not None and len(chain) < len(records):
+        chain.append(records[parent])
+        parent = records[parent].parent
+    return chain
+
+
+def _leak(record: ExecRecord, records: Sequence[ExecRecord], reason: str) -> ExecLeak:
+    chain = tuple((above.path, _display_argv(above.argv)) for above in _chain(record, records))
+    return ExecLeak(record.path, record.argv, chain, reason + (" (argv cut short by strace)" if record.truncated else ""))
+
+
+def _display_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The audit's shell gets the CLI's whole wrapper as its command (source the snapshot, then
+    `eval '<command>'`, then record the cwd): show the agent's command instead."""
+    if len(argv) == 3 and argv[1] == "-c":
+        wrapper = argv[2]
+        at = wrapper.find(" eval ")
+        if at >= 0:
+            try:
+                return (argv[0], "-c", shlex.split(wrapper[at + len(" eval ") :])[0])
+            except (ValueError, IndexError):
+                pass
+    return argv
+
+
+def _short(program: str, argv: Sequence[str]) -> str:
+    text = shlex.join(argv) if argv else program
+    if argv and Path(program).name != Path(argv[0]).name:
+        text = f"{program} as {text}"
+    elif argv and "/" in program and "/" not in argv[0]:
+        text = f"{program} ({text})"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers learned at setup: a script binary's interpreter and its start-up
+# --------------------------------------------------------------------------------------------
+
+
+def script_interpreter(path: str) -> tuple[str, ...]:
+    """The `#!` line of a script as argv words (() for a compiled program or an unreadable file)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return ()
+    if not head.startswith(b"#!"):
+        return ()
+    line = head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
+    return tuple(line.split())
+
+
+def interpreter_helpers(path: str, search_path: str, tracer: Tracer) -> frozenset[str]:
+    """Program names a script binary needs to start: its interpreter and what that one starts first.
+
+    `#!/usr/bin/env python3` makes env start python3, which may itself be a shim that starts a
+    version manager (pyenv runs bash, pyenv-exec, readlink... before the real python3). These are
+    found by tracing `INTERPRETER --version` once, with the binary's own PATH.
+    """
+    words = script_interpreter(path)
+    if not words:
+        return frozenset()
+    interpreter, args = words[0], list(words[1:])
+    if Path(interpreter).name == "env":
+        while args and args[0].startswith("-"):
+            args.pop(0)  # env -S / -i: the program follows the options
+        names = {"env"}
+        program = args[0] if args else ""
+    else:
+        names = set()
+        program = interpreter
+    if not program:
+        return frozenset(names)
+    names.add(Path(program).name)
+    # A shebang names a real interpreter, whose own start-up is only known by running it.
+    if tracer.available:
+        names |= _startup_programs(program, search_path, tracer)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=64)
+def _startup_programs(program: str, search_path: str, tracer: Tracer) -> frozenset[str]:
+    with tempfile.TemporaryDirectory(prefix="benchcell-calibrate-") as folder:
+        log = Path(folder) / "log"
+        env = {**os.environ, "PATH": search_path}
+        command = [tracer.program, *tracer.options(), "-o", str(log), "/usr/bin/env", program, "--version"]
+        try:
+            subprocess.run(command, env=env, capture_output=True, timeout=CALIBRATION_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError):
+            return frozenset()
+        if not log.exists():
+            return frozenset()
+        records = parse_strace_log(log.read_text(errors="replace"))
+    return frozenset(Path(record.path).name for record in records[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# One trial's audit: the prefix, the logs, the verdict
+# --------------------------------------------------------------------------------------------
+
+
+class ExecAudit:
+    """Sets up the shell prefix for one trial and reads back what ran."""
+
+    def __init__(self, folder: Path, tracer: Tracer, shell: str | None = None) -> None:
+        self.folder = folder
+        self.logs = folder / "logs"
+        self.tracer = tracer
+        self.shell = os.path.realpath(shell or shutil.which("bash") or "/bin/bash")
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.prefix = folder / "shell-prefix"
+        bash = self.shell
+        log = shlex.quote(str(self.logs))
+        strace = " ".join(shlex.quote(part) for part in (tracer.program, *tracer.options()))
+        self.prefix.write_text(
+            f"#!{bash}\n"
+            "# The execution audit (pytest-benchcell): the Claude CLI runs every Bash command as\n"
+            '# `PREFIX "<wrapped command>"`; this runs it under strace, one log per command.\n'
+            f'exec {strace} -o {log}/"${{EPOCHREALTIME/[.,]/}}-$$.log" {shlex.quote(bash)} -c "$1"\n'
+        )
+        self.prefix.chmod(0o755)
+
+    def environment(self) -> dict[str, str]:
+        return {"CLAUDE_CODE_SHELL_PREFIX": str(self.prefix)}
+
+    def records(self) -> list[list[ExecRecord]]:
+        """One list of records per Bash command that ran, in the order the commands started."""
+        logs = sorted(self.logs.glob("*.log"), key=lambda p: (len(p.stem), p.stem))
+        return [parse_strace_log(log.read_text(errors="replace"), log=log.name) for log in logs]
+
+    def policy(
+        self,
+        arm: str,
+        binaries: Iterable[str],
+        declared_helpers: Mapping[str, Iterable[str]],
+        bin_dir: Path,
+        search_path: str,
+        harmless: Iterable[str],
+    ) -> ExecPolicy:
+        """The arm's execution policy: its binaries as the harness put them on PATH (the curated
+        wrapper and the real program), the harmless utilities linked there, and each binary's helpers
+        (declared, plus a script binary's interpreter and what that interpreter's start-up runs)."""
+        programs: dict[str, frozenset[str]] = {}
+        helpers: dict[str, frozenset[str]] = {}
+        for name in binaries:
+            real = shutil.which(name, path=search_path)
+            real = os.path.realpath(real) if real else None
+            programs[name] = frozenset({os.path.realpath(bin_dir / name), *([real] if real else [])})
+            learned = interpreter_helpers(real, search_path, self.tracer) if real else frozenset()
+            helpers[name] = frozenset(declared_helpers.get(name, ())) | learned
+        linked = {
+            name: frozenset({os.path.realpath(bin_dir / name)})
+            for name in harmless
+            if (bin_dir / name).exists() and name not in programs
+        }
+        return ExecPolicy(arm, self.shell, programs, linked, helpers)
+
+    def report(self, policy: ExecPolicy, commands_ran: int = 0) -> ExecReport:
+        """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
+        Bash calls the transcript shows completed; fewer logs than that means records went missing."""
+        per_command = self.records()
+        leaks: list[ExecLeak] = []
+        damaged = 0
+        for records in per_command:
+            leaks += check_records(records, policy)
+            # Every log starts with the shell the prefix started; one without it was cut or rewritten.
+            damaged += not any(record.parent is None and _real(record.path) == self.shell for record in records)
+        missing = max(0, commands_ran - len(per_command))
+        return ExecReport(len(per_command), sum(len(records) for records in per_command), leaks, missing, damaged)
+
+
+@dataclass(frozen=True)
+class ExecReport:
+    commands: int  # Bash commands the audit recorded
+    programs: int  # programs they executed
+    leaks: list[ExecLeak]
+    missing: int = 0  # Bash commands that completed without a record (a log removed or never written)
+    damaged: int = 0  # logs without the record of their own shell (truncated or rewritten)
+
+    def lines(self) -> list[str]:
+        """One line per finding, for the sample's `leaks`."""
+        lines = [leak.describe() for leak in self.leaks]
+        if self.missing:
+            lines.append(
+                f"exec records missing: {self.missing} Bash command(s) completed without an execution record "
+                "(a log was removed or the prefix did not run), so what they executed is unknown"
+            )
+        if self.damaged:
+            lines.append(
+                f"exec records damaged: {self.damaged} command log(s) lack the record of their own shell "
+                "(truncated or rewritten while the trial ran), so what ran is not fully known"
+            )
+        return lines
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "commands": self.commands,
+            "programs": self.programs,
+            "leaks": [leak.as_dict() for leak in self.leaks],
+            "missing": self.missing,
+            "damaged": self.damaged,
+        }

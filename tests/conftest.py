@@ -1,0 +1,15 @@
+"""Imports that must happen once, before any in-process pytester run.
+
+pytester's in-process runs restore sys.modules afterwards, so a module first imported during such a
+run (matplotlib for an HTML report, pandas in a README block) is dropped again. numpy's C extension
+cannot be loaded a second time in one process, so the next import anywhere then fails, and with
+pytest-randomly the failing test depends on the order. Importing them here keeps them loaded.
+"""
+
+import importlib
+
+for _name in ("numpy", "matplotlib.pyplot", "pandas"):
+    try:
+        importlib.import_module(_name)
+    except ImportError:  # the base install: the tests that need them skip
+        pass
