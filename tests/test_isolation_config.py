@@ -59,8 +59,8 @@ def test_argument_rules_and_helpers_load_and_fill_placeholders(tmp_path: Path) -
 
 def test_unused_isolation_keys_leave_the_fingerprint_alone(tmp_path: Path) -> None:
     plain = load_bench(bench_file(tmp_path))
-    definitions = plain.definitions("raw", "say")
-    assert "arguments" not in definitions["arm"] and "helpers" not in definitions["arm"]
+    conditions = plain.conditions("raw", "say")
+    assert "arguments" not in conditions["arm"] and "helpers" not in conditions["arm"]
     ruled = load_bench(bench_file(tmp_path, arm_extra='[arms.raw.arguments.git]\ndeny_options = ["-c"]'))
     assert ruled.fingerprint("raw", "say") != plain.fingerprint("raw", "say")
 
