@@ -99,9 +99,10 @@ def _claude_processes_under(folder: Path) -> list[int]:
             environ = (proc / "environ").read_bytes()
         except OSError:
             continue
-        if b"claude" in cmdline and b"CLAUDE_CONFIG_DIR=" in environ and b"benchcell-" in environ:
-            if str(folder).encode() in environ or b"stall" in environ:
-                found.append(int(proc.name))
+        # The sitting runs with TMPDIR inside the folder, so its per-trial folders (and so the CLI's
+        # CLAUDE_CONFIG_DIR) are there: CLIs of other runs on the machine never match.
+        if b"claude" in cmdline and b"CLAUDE_CONFIG_DIR=" + str(folder).encode() in environ:
+            found.append(int(proc.name))
     return found
 
 
@@ -117,11 +118,14 @@ def test_interrupt_mid_trial_records_an_error_tears_down_and_leaves_no_cli(
     write_bench(pytester, conftest=conftest)
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-arm", "bare", "--bench-task", "stall",
            "--bench-scripted", "--bench-trials", "2"]  # fmt: skip
-    process = subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    (pytester.path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(pytester.path / "tmp")}
+    process = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while not started_marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(2.0)  # the CLI is now waiting on the scripted model's Delay
+    assert _claude_processes_under(pytester.path), "the check below must be able to see this sitting's CLI"
     process.send_signal(signum)
     output = process.communicate(timeout=60)[0].decode()
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
