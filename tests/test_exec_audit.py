@@ -8,6 +8,8 @@ by the execution audit and stored invalid with its chain.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import shutil
 import subprocess
@@ -118,6 +120,25 @@ def test_a_copy_with_an_allowed_name_is_not_the_allowed_program() -> None:
     ]
     (leak,) = check_records(records, policy())
     assert "is not the cat the harness put on PATH" in leak.reason
+
+
+def test_the_clis_own_grep_is_the_grep_utility_where_the_arm_allows_grep() -> None:
+    # The CLI's shell snapshot runs `grep` as the CLI's own executable named ugrep (measured, see
+    # CLI_EMBEDDED_TOOLS); the same executable under any other name, or where grep is not allowed, leaks.
+    cli = "/venv/claude_agent_sdk/_bundled/claude"
+    records = [
+        ExecRecord(0, 1, "/usr/bin/bash", ("bash", "-c", "git log | grep -c x"), None),
+        ExecRecord(1, 2, cli, ("ugrep", "-G", "-c", "x"), 0),
+    ]
+    with_grep = ExecPolicy("git", "/usr/bin/bash", {"git": frozenset({"/usr/bin/git"})},
+                           {"grep": frozenset({"/usr/bin/grep"})}, cli=frozenset({cli}))  # fmt: skip
+    assert check_records(records, with_grep) == []
+    (leak,) = check_records(records, dataclasses.replace(with_grep, harmless={}))
+    assert "claude is not a program of arm 'git'" in leak.reason
+    (leak,) = check_records(records, dataclasses.replace(with_grep, cli=frozenset()))  # another claude
+    as_itself = [records[0], ExecRecord(1, 2, cli, ("claude", "-p", "x"), 0)]
+    (leak,) = check_records(as_itself, with_grep)
+    assert leak.program == cli
 
 
 def test_the_root_must_be_the_audits_shell() -> None:
@@ -264,6 +285,7 @@ LEGIT = [
     "greet --stdin <<'EOF'\nfrom a here-document\nEOF",
     "git status --short && git log --oneline | head -1",
     "git add -A && git commit -q -m 'second' && git diff HEAD~1 --stat",
+    "git log --oneline | grep -c second",  # grep runs as the CLI's own ugrep (snapshot function)
 ]
 
 CONFTEST = f"""

@@ -330,6 +330,15 @@ class ExecPolicy:
     binaries: Mapping[str, frozenset[str]]  # arm binary -> the real paths that are it
     harmless: Mapping[str, frozenset[str]]  # harmless utility -> the real paths that are it
     helpers: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> helper names
+    cli: frozenset[str] = frozenset()  # the real paths of the Claude CLI executable the trial runs
+
+
+# The Claude Code CLI carries its own search tools: its shell snapshot defines `grep` and `find` as
+# functions that run the CLI's own executable under another argv[0] (measured: `grep -c x` runs
+# `claude` as `ugrep -G ... -c x`). Such a record is the utility the agent typed, run by the CLI the
+# harness started, so it is allowed as that utility where the arm allows the utility; whatever it
+# starts in turn is judged like anything else.
+CLI_EMBEDDED_TOOLS = {"ugrep": "grep", "bfs": "find", "rg": "rg"}
 
 
 @dataclass(frozen=True)
@@ -380,6 +389,10 @@ def _judge(record: ExecRecord, records: Sequence[ExecRecord], policy: ExecPolicy
         return name
     if name in policy.harmless and real in policy.harmless[name]:
         return name
+    if real in policy.cli and record.argv:
+        stands_for = CLI_EMBEDDED_TOOLS.get(Path(record.argv[0]).name, "")
+        if stands_for in policy.harmless or stands_for in policy.binaries:
+            return stands_for
     for above in _chain(record, records):
         binary = allowed_as.get(above.index, "")
         if name in policy.helpers.get(binary, ()):
@@ -535,6 +548,7 @@ class ExecAudit:
         bin_dir: Path,
         search_path: str,
         harmless: Iterable[str],
+        cli: str | None = None,
     ) -> ExecPolicy:
         """The arm's execution policy: its binaries as the harness put them on PATH (the curated
         wrapper and the real program), the harmless utilities linked there, and each binary's helpers
@@ -552,7 +566,8 @@ class ExecAudit:
             for name in harmless
             if (bin_dir / name).exists() and name not in programs
         }
-        return ExecPolicy(arm, self.shell, programs, linked, helpers)
+        cli_paths = frozenset({os.path.realpath(cli)}) if cli else frozenset()
+        return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths)
 
     def report(self, policy: ExecPolicy, commands_ran: int = 0) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
