@@ -31,6 +31,7 @@ from .isolation.tool_audit import find_leaks
 from .isolation import exec_audit
 from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
+from .isolation.curl_rule import CurlConfinement
 from .environment import Environment, TrialInfo
 from .sample import (
     MODEL_SCRIPTED,
@@ -98,6 +99,7 @@ def arm_rules(
     def filled(text: str) -> str:
         return fill_placeholders(text, values, where=f"[arms.{arm.name}.arguments]") if values is not None else text
 
+    confinement = _curl_confinement(arm, values)
     return isolation.ArmRules(
         arm=arm.name,
         binaries=frozenset(binaries),
@@ -118,7 +120,25 @@ def arm_rules(
             for binary, rule in sorted(arm.arguments.items())
         ),
         write_roots=tuple(write_roots),
+        curl=confinement,
+        fixed_variables=confinement.protected_variables if confinement else frozenset(),
     )
+
+
+def _curl_confinement(arm: Arm, values: Mapping[str, str] | None) -> CurlConfinement | None:
+    """Where the arm's curl may go ([arms.NAME.arguments.curl] allow_urls). The arm's declared
+    variables are fixed (the agent cannot set them), so a URL written "$TRACKER_URL/..." is known
+    before it runs."""
+    urls = arm.arguments.get("curl", {}).get("allow_urls")
+    if not urls:
+        return None
+    where = f"[arms.{arm.name}.arguments.curl] allow_urls"
+    try:
+        allowed = tuple(fill_placeholders(url, values or {}, where=where) for url in urls)
+        variables = {name: fill_placeholders(value, values or {}, where=where) for name, value in arm.env.items()}
+    except BenchConfigError:
+        allowed, variables = (), {}  # placeholders not filled (no trial yet): curl may reach nothing
+    return CurlConfinement(allowed=allowed, variables=variables)
 
 
 def decide_with(rules: isolation.ArmRules) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:

@@ -1,7 +1,8 @@
 """The tracker's database: schema, deterministic seed, snapshot, and the operations.
 
-Both interfaces (the `tracker` CLI and the MCP server) call the functions below, so the arms of the
-bench differ only in how the agent reaches the tracker, never in what the tracker does. Every
+Only the tracker service (bench/tracker/server.py) calls the functions below; every interface (the
+`tracker` CLI, the plainer `issuectl` CLI, the MCP server, curl) reaches them through its REST API,
+so the arms differ only in how the agent reaches the tracker, never in what the tracker does. Every
 operation either changes something or raises TrackerError with a message meant for the agent.
 """
 
@@ -40,7 +41,9 @@ CREATE TABLE comments (
 );
 """
 
-SEED_LABELS = [("bug", "d73a4a"), ("docs", "0075ca"), ("enhancement", "a2eeef"), ("performance", "fbca04")]
+SEED_LABELS = [
+    ("bug", "d73a4a"), ("docs", "0075ca"), ("enhancement", "a2eeef"), ("performance", "fbca04"), ("question", "d876e3"),
+]
 # (number, title, body, state, labels, assignee)
 SEED_ISSUES = [
     (1, "Add a dark mode", "The settings dialog could offer a dark theme.", "open", ["enhancement"], None),
@@ -50,7 +53,11 @@ SEED_ISSUES = [
     (5, "Search is slow on large projects", "Searching 10k issues takes seconds.", "open", [], None),
     (6, "Document the label colors", "The guide should list what each label color means.", "closed", ["docs"], "me"),
     (7, "Crash on startup with an empty config", "An empty config.toml crashes the app.", "closed", ["bug"], "me"),
-    (8, "Keyboard shortcut for a new issue", "Ctrl+N could open the new-issue form.", "open", ["enhancement"], None),
+    (8, "Keyboard shortcut for a new issue", "Ctrl+N could open the new-issue form.", "open", ["enhancement"], "dana"),
+    (9, "Sync fails behind a proxy", "Sync times out when HTTPS_PROXY is set.", "open", ["bug"], "dana"),
+    (10, "Dark theme for the editor", "A dark editor background would be easier on the eyes.", "open", ["enhancement"], None),
+    (11, "Explain the config file format", "Which keys does config.toml accept?", "open", ["docs", "question"], "sam"),
+    (12, "Export to JSON", "Besides CSV, an export to JSON would help scripting.", "open", ["enhancement"], "dana"),
 ]
 # (issue, author, body)
 SEED_COMMENTS = [
@@ -58,7 +65,25 @@ SEED_COMMENTS = [
     (5, "lee", "Takes about 4 seconds on our main project."),
     (7, "me", "Fixed in 1.2.1."),
     (7, "lee", "Confirmed, thanks!"),
+    (9, "sam", "Same here with a corporate proxy."),
+    (10, "lee", "This duplicates the dark mode request."),
+    (12, "me", "Should reuse the CSV code path."),
 ]
+
+
+def seed_document() -> dict[str, Any]:
+    """The seed as the JSON document the service's admin API loads (POST /api/admin/seed)."""
+    comments: dict[int, list[dict[str, str]]] = {}
+    for issue, author, body in SEED_COMMENTS:
+        comments.setdefault(issue, []).append({"author": author, "body": body})
+    return {
+        "labels": [{"name": name, "color": color} for name, color in SEED_LABELS],
+        "issues": [
+            {"number": number, "title": title, "body": body, "state": state, "labels": labels,
+             "assignees": [assignee] if assignee else [], "comments": comments.get(number, [])}
+            for number, title, body, state, labels, assignee in SEED_ISSUES
+        ],
+    }  # fmt: skip
 
 
 class TrackerError(Exception):
@@ -94,19 +119,42 @@ def _connect(path: str | Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def seed(path: str | Path) -> None:
-    """(Re)create the database at `path` with the fixed seed data. Always the same content."""
+def create(path: str | Path) -> None:
+    """(Re)create an empty database (the schema only) at `path`."""
     path = Path(path)
     path.unlink(missing_ok=True)
     conn = sqlite3.connect(path)
     with conn:
         conn.executescript(SCHEMA)
-        conn.executemany("INSERT INTO labels VALUES (?, ?)", SEED_LABELS)
-        for number, title, body, state, labels, assignee in SEED_ISSUES:
-            conn.execute("INSERT INTO issues VALUES (?, ?, ?, ?, ?)", (number, title, body, state, assignee))
-            conn.executemany("INSERT INTO issue_labels VALUES (?, ?)", [(number, label) for label in labels])
-        conn.executemany("INSERT INTO comments (issue, author, body) VALUES (?, ?, ?)", SEED_COMMENTS)
     conn.close()
+
+
+def load(path: str | Path, document: dict[str, Any]) -> None:
+    """Replace the content of the database with `document` (the shape of `snapshot`)."""
+    try:
+        with _connect(path) as conn:
+            for table in ("comments", "issue_labels", "issues", "labels"):
+                conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+            conn.executemany("INSERT INTO labels VALUES (?, ?)", [(l["name"], l["color"]) for l in document["labels"]])
+            for issue in document["issues"]:
+                assignee = (issue.get("assignees") or [None])[0]
+                conn.execute(
+                    "INSERT INTO issues VALUES (?, ?, ?, ?, ?)",
+                    (issue["number"], issue["title"], issue.get("body", ""), issue.get("state", "open"), assignee),
+                )
+                conn.executemany("INSERT INTO issue_labels VALUES (?, ?)", [(issue["number"], l) for l in issue.get("labels", [])])
+                conn.executemany(
+                    "INSERT INTO comments (issue, author, body) VALUES (?, ?, ?)",
+                    [(issue["number"], c["author"], c["body"]) for c in issue.get("comments", [])],
+                )
+    except (KeyError, TypeError, sqlite3.Error) as exc:
+        raise TrackerError(f"cannot load this document: {type(exc).__name__}: {exc}") from None
+
+
+def seed(path: str | Path) -> None:
+    """(Re)create the database at `path` with the fixed seed data. Always the same content."""
+    create(path)
+    load(path, seed_document())
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -227,6 +275,33 @@ def assign(path: str | Path, number: int, user: str) -> dict[str, Any]:
             raise TrackerError(f"issue #{number} is already assigned to {user}")
         conn.execute("UPDATE issues SET assignee = ? WHERE number = ?", (user, number))
     return show_issue(path, number)
+
+
+def edit_title(path: str | Path, number: int, title: str) -> dict[str, Any]:
+    if not title.strip():
+        raise TrackerError("an issue needs a non-empty title")
+    with _connect(path) as conn:
+        _row(conn, number)
+        conn.execute("UPDATE issues SET title = ? WHERE number = ?", (title.strip(), number))
+    return show_issue(path, number)
+
+
+def create_label(path: str | Path, name: str, color: str) -> dict[str, str]:
+    name, color = name.strip(), color.strip().lstrip("#").lower()
+    if not name or " " in name:
+        raise TrackerError("a label name is one non-empty word")
+    if len(color) != 6 or any(c not in "0123456789abcdef" for c in color):
+        raise TrackerError(f"a label color is six hex digits such as d73a4a, not {color!r}")
+    with _connect(path) as conn:
+        if conn.execute("SELECT 1 FROM labels WHERE name = ?", (name,)).fetchone():
+            raise TrackerError(f"the label {name!r} already exists")
+        conn.execute("INSERT INTO labels VALUES (?, ?)", (name, color))
+    return {"name": name, "color": color}
+
+
+def list_labels(path: str | Path) -> list[dict[str, str]]:
+    with _connect(path) as conn:
+        return [dict(r) for r in conn.execute("SELECT name, color FROM labels ORDER BY name")]
 
 
 # --- text shown to the agent (the CLI and the MCP server print the same) -------------------------

@@ -9,6 +9,7 @@ Pure: no pytest, no claude_agent_sdk. The modules, from the command line inwards
 - `rules.py`       the arm's rules (ArmRules) judged against what the parser found;
 - `catalog.py`     the shared lists: harmless utilities, shell builtins, launchers, variables;
 - `arguments.py`   argument rules per binary (options, subcommands, URLs) and where lines may write;
+- `curl_rule.py`   where curl may connect when an arm confines it (allow_urls, fixed variables);
 - `tool_audit.py`  after the run, re-checks the tool calls the CLI streamed back;
 - `exec_audit.py`  after the run, checks every program the Bash commands actually executed (strace);
 - `hygiene.py`     the environment the agent sees: a curated PATH and no harness variables.

@@ -46,9 +46,10 @@ and conditions, and substitutions anywhere. For each one:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .arguments import ArgumentRule, WritePolicy, argument_reason, cd_leaves, write_targets
+from .curl_rule import CurlArgument, CurlConfinement, curl_refusal
 from .catalog import HARMLESS_UTILITIES, LOADER_VARIABLES, SHELL_BUILTINS_ALLOWED, names_a_program
 from .words import Command, IDENTIFIER, option_spec, parse_options, Word
 
@@ -71,6 +72,8 @@ class ArmRules:
     harmless: frozenset[str] = HARMLESS_UTILITIES  # the extra utilities allowed
     argument_rules: tuple[ArgumentRule, ...] = ()  # options, subcommands and URLs per binary
     write_roots: tuple[str, ...] = ()  # folders command lines may write into (() = not checked)
+    curl: CurlConfinement | None = None  # where `curl` may connect (curl_rule.py); None: its allow_urls rule, if any
+    fixed_variables: frozenset[str] = frozenset()  # variables the agent may not set or unset
 
     def all_subcommand_rules(self) -> tuple[SubcommandRule, ...]:
         from_arguments = tuple(
@@ -162,6 +165,13 @@ class ArmChecker:
                     f"{program} run by {found.launched_by} would take arguments from its input, which the guard "
                     f"cannot check against arm '{self.rules.arm}''s rules for {program}; write them literally"
                 )
+            if program == "curl" and self.rules.curl is not None:
+                # curl's URLs by curl_rule, which also knows the arm's fixed variables ("$TRACKER_URL/...").
+                rule = replace(rule, allow_urls=())
+                args = [CurlArgument(word.raw, word.literal) for word in found.words[1:]]
+                reason = curl_refusal(args, self.rules.curl)
+                if reason:
+                    return reason
             reason = argument_reason(rule, found.words[1:], self.rules.arm)
             if reason:
                 return reason
@@ -197,6 +207,8 @@ class ArmChecker:
                 f"`{name_word.text}` is not a plain variable name (bash evaluates array subscripts, "
                 "which can run commands); use a plain name"
             )
+        if name in self.rules.fixed_variables:
+            return f"{name} may not be changed in arm '{self.rules.arm}': the arm's environment fixes it"
         if name in LOADER_VARIABLES or name.startswith("BASH_FUNC_"):
             return (
                 f"{name} may not be changed in arm '{self.rules.arm}': it decides which programs run "
