@@ -217,7 +217,7 @@ def _failures():
         # transcript, and the harness must redact the token before anything is stored.
         ("raw-api", "reopen-typo"): [
             *raw_api([("list", "closed")], []),
-            sh(curl("PATCH", "/issues/3", {"state": "open"}).replace("curl -s -X", "curl -sv -X") + " 2>&1 | grep -E '^(< HTTP|> Authorization)'"),
+            sh(curl("PATCH", "/issues/3", {"state": "open"}).replace("curl -s -X", "curl -sv -X") + " 2>&1 | head -n 20"),
             Answer(SOLUTIONS["reopen-typo"][2]),
         ],
         # Pretty-prints with python first: refused by the guard (a wasted turn), then uses jq.
