@@ -20,7 +20,6 @@ from ..sample import (
     OUTCOME_PASS,
     STATUS_ERROR,
     STATUS_INVALID,
-    STATUS_RESCORE,
     STATUS_SCORED,
     TOKEN_COMPONENTS,
 )
@@ -138,31 +137,16 @@ def read_cell(
     store: Store | StoreSet, cell: Cell, weights: Sequence[float], problems: list[Problem],
     definitions: Mapping[tuple[str, str], Definition] | None = None,
 ) -> dict[str, _Group]:  # fmt: skip
-    """Stream one cell's file and split its reduced samples by fingerprint.
+    """Stream one cell's samples and split them, reduced, by fingerprint.
 
-    Rescore records (--bench-rescore) are not samples: the latest one for a sample replaces that
-    sample's outcome, as sample.effective_samples does, without holding the samples themselves.
+    Through the store's one reader (store.read_summaries): the checked index where it can, else the
+    samples; the latest rescore is applied and duplicate ids are dropped there, so every row here is
+    one trial sample with its current verdict.
     """
     by_fingerprint: dict[str, list[_Row]] = {}
-    where: dict[str, tuple[str, int]] = {}  # sample id -> (fingerprint, row index)
-    rescored: dict[str, Any] = {}  # sample id -> latest outcome
-    # One reader (store.read_summaries): the checked index where it can, else the samples; rescores
-    # applied and duplicate ids dropped there already.
     for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
-        if sample.get("status") == STATUS_RESCORE:
-            rescored[str(sample.get("rescore_of"))] = sample.get("outcome")
-            continue
         fingerprint, row = _reduce(sample)
-        rows = by_fingerprint.get(fingerprint)
-        if rows is None:
-            rows = by_fingerprint[fingerprint] = []
-        where[str(sample.get("id"))] = (fingerprint, len(rows))
-        rows.append(row)
-    for sample_id, outcome in rescored.items():
-        if sample_id in where:
-            fingerprint, index = where[sample_id]
-            row = by_fingerprint[fingerprint][index]
-            by_fingerprint[fingerprint][index] = row[:_OUTCOME] + (outcome,) + row[_OUTCOME + 1 :]
+        by_fingerprint.setdefault(fingerprint, []).append(row)
     return {fingerprint: _Group(fingerprint, rows, weights) for fingerprint, rows in by_fingerprint.items()}
 
 
