@@ -214,17 +214,6 @@ def _refuse_weights_outside_reports(config: pytest.Config) -> None:
         )
 
 
-def _exec_audit_line(bench: Bench, arms: list[str]) -> str:
-    """Whether the execution audit runs in this sitting ("on (strace 6.1, ...)" or "off (why)")."""
-    from .isolation.exec_audit import find_tracer  # stdlib only: no SDK, no bashlex
-
-    if bench.exec_audit == "off":
-        return 'off ([bench] exec_audit = "off")'
-    if not any("Bash" in bench.arms[arm].tools for arm in arms):
-        return "off (no selected arm has a Bash tool)"
-    return find_tracer().describe()
-
-
 def _plan_sitting(config: pytest.Config) -> SittingState:
     from .sitting import CellTally, SittingState, new_sitting_id, plan_trials
     from .store import Cell, StoreError
@@ -245,13 +234,17 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     collect_only = bool(option.collectonly)
     if model_kind == MODEL_REAL and not collect_only and not _has_credentials():
         raise pytest.UsageError(CREDENTIAL_HINT)
-    exec_audit = _exec_audit_line(bench, arms)
-    if bench.exec_audit == "required" and exec_audit.startswith("off") and not collect_only:
-        from .isolation.exec_audit import INSTALL_HINT
+    from .isolation.exec_audit import INSTALL_HINT, audit_state  # stdlib only: no SDK, no bashlex
 
+    watches_bash = any("Bash" in bench.arms[arm].tools for arm in arms)
+    tracer = audit_state(bench.exec_audit, watches_bash=watches_bash, no_bash="no selected arm has a Bash tool")
+    exec_audit = tracer.describe()  # the header line: "on (strace 6.1, ...)" or "off (why)"
+    # Required means every Bash command is watched: a sitting with no Bash arm has nothing to refuse,
+    # as each trial of such an arm is not refused either (trial._exec_audit).
+    if bench.exec_audit == "required" and watches_bash and not tracer.available and not collect_only:
         raise pytest.UsageError(
             f'{bench.path}: [bench] exec_audit = "required", but the execution audit cannot run here '
-            f"({exec_audit.removeprefix('off (').removesuffix(')')}): {INSTALL_HINT}; or set exec_audit = \"auto\""
+            f'({tracer.reason}): {INSTALL_HINT}; or set exec_audit = "auto"'
         )
     store = _store(config, bench, write=not collect_only)
     store.expect_root()

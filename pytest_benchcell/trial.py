@@ -449,11 +449,8 @@ def _exec_audit(spec: TrialSpec, arm: Arm, workdir: Path, sample: dict[str, Any]
 
 def exec_audit_state(bench: Bench, arm: Arm | None = None) -> exec_audit.Tracer:
     """Whether the execution audit runs for this bench (and arm): the tracer, or why not."""
-    if bench.exec_audit == "off":
-        return exec_audit.Tracer(False, reason='[bench] exec_audit = "off"')
-    if arm is not None and "Bash" not in arm.tools:
-        return exec_audit.Tracer(False, reason="the arm has no Bash tool")
-    return exec_audit.find_tracer()
+    watches_bash = arm is None or "Bash" in arm.tools
+    return exec_audit.audit_state(bench.exec_audit, watches_bash=watches_bash, no_bash="the arm has no Bash tool")
 
 
 def _exec_leaks(

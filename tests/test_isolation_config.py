@@ -150,6 +150,21 @@ def test_required_refuses_a_sitting_without_the_audit_with_one_message(no_strace
 
 
 @pytest.mark.e2e
+def test_required_does_not_refuse_a_sitting_with_no_bash_to_watch(no_strace: pytest.Pytester) -> None:
+    # What "required" asks for is that every Bash command is watched; an arm without Bash has none,
+    # so its sitting runs (as its trials always did) and the header says why the audit is off.
+    bench = SITTING.format(extra='exec_audit = "required"') + '\n[arms.talk]\ntools = ["Read"]\n'
+    no_strace.makefile(".toml", bench=bench)
+    no_strace.makeconftest(
+        "from pytest_benchcell.scripted import Answer\n\n"
+        "def pytest_benchcell_script(trial, environment):\n    return [Answer('done')]\n"
+    )
+    result = no_strace.runpytest_subprocess("--bench-arm", "talk", "--bench-task", "say", "--bench-scripted")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["benchcell: execution audit off (no selected arm has a Bash tool)"])
+
+
+@pytest.mark.e2e
 def test_auto_runs_without_the_audit_and_says_so_in_header_and_provenance(no_strace: pytest.Pytester) -> None:
     no_strace.makefile(".toml", bench=SITTING.format(extra=""))
     result = no_strace.runpytest_subprocess("--bench-arm", "shell", "--bench-task", "say", "--bench-scripted")

@@ -118,6 +118,17 @@ def find_tracer() -> Tracer:
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
 
 
+def audit_state(mode: str, *, watches_bash: bool, no_bash: str) -> Tracer:
+    """Whether the execution audit runs: the tracer, or why not. `mode` is [bench] exec_audit;
+    `watches_bash`: whether there is a Bash tool to watch (`no_bash` says why not, for the header or
+    the sample). One answer for the sitting's header and refusal and for each trial's provenance."""
+    if mode == "off":
+        return Tracer(False, reason='[bench] exec_audit = "off"')
+    if not watches_bash:
+        return Tracer(False, reason=no_bash)
+    return find_tracer()
+
+
 def _strace_version(program: str) -> str:
     try:
         first = subprocess.run([program, "-V"], capture_output=True, text=True, timeout=10).stdout.splitlines()
