@@ -67,7 +67,9 @@ class MemoryStore:
     def cells(self, kinds: Sequence[str] | None = None) -> list[Cell]:
         return [Cell("real", arm, task) for arm, task in sorted(self.samples)]
 
-    def iter_summaries(self, problems: list[Any], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
+    def iter_summaries(
+        self, problems: list[Any], *, cells: Sequence[Cell] | None = None, definitions: Any = None
+    ) -> Iterator[dict[str, Any]]:  # the store's signature; definitions only matter for real stores
         for cell in cells or self.cells():
             yield from self.samples[(cell.arm, cell.task)]
 

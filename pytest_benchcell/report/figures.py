@@ -81,7 +81,7 @@ from .model import (
     p_text,
     plural,
 )
-from .reading import Trial, empty_cell, read_cell, scored_trials, summarize_cell
+from .reading import Trial, empty_cell, newest, read_cell, summarize_cell
 
 
 @dataclass
@@ -125,9 +125,10 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     for cell in selected:
         groups = read_cell(store, cell, weights, problems, settings.definitions)
         samples_read += sum(group.samples for group in groups.values())
-        summary = summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, settings.floor, z)
-        usage_unknown += groups[summary.fingerprint].usage_unknown if summary.fingerprint in groups else 0
-        trials[(cell.arm, cell.task)] = scored_trials(groups)
+        used = newest(groups)  # the group the cell reports (None: none usable)
+        summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, used, settings.floor, z)
+        usage_unknown += used.usage_unknown if used is not None else 0
+        trials[(cell.arm, cell.task)] = used.trials if used is not None else []
 
     catalogue = _catalogue(settings, summaries)
     for arm in arms:

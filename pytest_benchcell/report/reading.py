@@ -42,40 +42,18 @@ _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "tur
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
 
 
-def _tokens_of(usage: Any) -> tuple[int, int, int, int] | None:
-    """The four components of usage.total; None when the usage is unknown (null); a component that is
-    absent or malformed counts as 0, never guessed."""
-    total = usage.get("total") if type(usage) is dict else None
-    if total is None and type(usage) is dict and "total" in usage:
-        return None  # recorded as unknown: left out of token figures, counted in outcomes
-    if type(total) is not dict:
-        return (0, 0, 0, 0)
-    try:
-        a, b, c, d = _take_tokens(total)
-        if type(a) is int and type(b) is int and type(c) is int and type(d) is int:
-            return (a, b, c, d)
-    except KeyError:
-        pass
-    return tuple(int(total.get(name) or 0) for name in TOKEN_COMPONENTS)  # type: ignore[return-value]
-
-
 def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
-    """(fingerprint, row): the few values the report needs; the transcript goes with the dict.
+    """(fingerprint, row): the few values the report needs.
 
-    Runs once per sample of the store, hence the single itemgetter call for a complete sample. Rows
-    hold only atomic values (tokens become a tuple of ints), which also keeps them cheap for the
-    garbage collector: surviving nested dicts would be rescanned again and again.
+    Samples come from the store's reader (store.summary_of), which gives every field, usage.total as
+    the four components in order or None when the usage is unknown, and the pool key as
+    provenance.fingerprint. Rows hold only atomic values (tokens become a tuple of ints), which keeps
+    them cheap for the garbage collector: surviving nested dicts would be rescanned again and again.
     """
-    try:
-        provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = _take_fields(sample)
-    except KeyError:  # an incomplete sample (written by hand, or by an older plugin): field by field
-        provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = (
-            sample.get(name) for name in _SAMPLE_FIELDS
-        )
-    if not seen:
-        seen = sample.get("ended_at") or ""
-    fingerprint = str((provenance.get("fingerprint") if type(provenance) is dict else None) or "")
-    return fingerprint, (seen, status, outcome, _tokens_of(usage), turns, duration, cost, model, tier, bonus)
+    provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = _take_fields(sample)
+    total = usage["total"]
+    tokens = None if total is None else _take_tokens(total)  # None: unknown, left out of token figures
+    return provenance["fingerprint"], (seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus)
 
 
 class _Group:
@@ -87,7 +65,7 @@ class _Group:
 
     def __init__(self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float]) -> None:
         columns = list(zip(*rows))
-        seen = [value if type(value) is str else str(value) for value in columns[_SEEN]]
+        seen = columns[_SEEN]
         statuses = Counter(columns[_STATUS])
         models = Counter("" if model is None else str(model) for model in columns[_MODEL])
         self.fingerprint = fingerprint
@@ -163,17 +141,12 @@ def newest(groups: Mapping[str, _Group]) -> _Group | None:
     return max(usable, key=lambda g: (g.last_seen, g.fingerprint)) if usable else None
 
 
-def scored_trials(groups: Mapping[str, _Group]) -> list[Trial]:
-    """(started_at, passed, cost-equivalent or None) of the reported group's scored trials, oldest first."""
-    used = newest(groups)
-    return used.trials if used is not None else []
-
-
-def summarize_cell(arm: str, task: str, groups: Mapping[str, _Group], floor: int, z: float) -> CellSummary:
-    """Keep the cell's newest fingerprint group and summarize it; the others are only counted."""
+def summarize_cell(
+    arm: str, task: str, groups: Mapping[str, _Group], used: _Group | None, floor: int, z: float
+) -> CellSummary:
+    """Summarize the group the cell reports (`used`, from newest(groups)); the others are only counted."""
     if not groups:
         return empty_cell(arm, task, TaskInfo(""))
-    used = newest(groups)
     if used is None:  # only verdicts of an older scoring: shown as groups, none used
         any_group = next(iter(groups.values()))
         empty = empty_cell(arm, task, TaskInfo(any_group.tier, any_group.bonus))
