@@ -23,12 +23,14 @@ from . import __version__
 from .config import Bench
 from .environment import TrialInfo
 from .sample import (
+    CHECKER_OUTCOMES,
     OUTCOME_INCORRECT,
     OUTCOME_PASS,
     RECORD_RESCORE,
     SCHEMA_VERSION,
     STATUS_RESCORE,
     STATUS_SCORED,
+    Definition,
     effective_samples,
     new_sample_id,
     scoring_of,
@@ -62,16 +64,17 @@ def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, 
             if task is None:
                 tally.skipped.append(f"{cell}: task {cell.task!r} is no longer in {bench.path.name}")
                 continue
+            definition = bench.definition(cell.arm, cell.task)  # hashes the whole definition: once per cell
             for sample in effective_samples(store.read_cell(cell).samples):
-                if sample.get("status") != STATUS_SCORED or sample.get("outcome") not in (OUTCOME_PASS, OUTCOME_INCORRECT):
+                if sample.get("status") != STATUS_SCORED or sample.get("outcome") not in CHECKER_OUTCOMES:
                     continue
-                _rescore_one(bench, store, cell, sample, hooks, Path(scratch), sitting, tally)
+                _rescore_one(bench, store, cell, definition, sample, hooks, Path(scratch), sitting, tally)
     return tally
 
 
 def _rescore_one(
-    bench: Bench, store: Store, cell: Cell, sample: dict[str, Any], hooks: Any, scratch: Path, sitting: str,
-    tally: RescoreTally,
+    bench: Bench, store: Store, cell: Cell, definition: Definition, sample: dict[str, Any], hooks: Any,
+    scratch: Path, sitting: str, tally: RescoreTally,
 ) -> None:  # fmt: skip
     task = bench.tasks[cell.task]
     label = f"{cell.arm}-{cell.task}-t{sample.get('trial')}"
@@ -92,7 +95,6 @@ def _rescore_one(
         tally.skipped.append(f"{label}: {exc}")
         return
     outcome = OUTCOME_INCORRECT if differences else OUTCOME_PASS
-    definition = bench.definition(cell.arm, cell.task)
     same_verdict = outcome == sample["outcome"] and differences == sample.get("score", {}).get("differences", [])
     if same_verdict and definition.scores(scoring_of(sample)):
         return
