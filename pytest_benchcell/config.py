@@ -36,7 +36,8 @@ DEFAULT_EXEC_AUDIT = "auto"
 ARGUMENT_RULE_KEYS = ("deny_subcommands", "deny_options", "allow_urls", "value_options")
 OPTION_NAME = re.compile(r"^(-[^-\s]|--[A-Za-z0-9][A-Za-z0-9._-]*)$")
 # An allowed URL prefix: scheme://host[:port]/ (no user info; the "/" after the authority means
-# nothing written after the prefix can change the host or port). Same rule as isolation.arguments.
+# nothing written after the prefix can change the host or port). isolation.arguments checks URLs
+# against the prefixes validated here.
 URL_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#@\s\\]+/", re.IGNORECASE)
 
 # Claude Code's built-in tools an arm may declare. Anything not declared is unavailable to the arm.

@@ -9,7 +9,6 @@ operation either changes something or raises TrackerError with a message meant f
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,14 +89,6 @@ class TrackerError(Exception):
     """A request the tracker refuses; the message says why and what to do instead."""
 
 
-def db_path() -> Path:
-    """The database named by the TRACKER_DB environment variable (the CLI and the server use it)."""
-    value = os.environ.get("TRACKER_DB", "")
-    if not value:
-        raise TrackerError("TRACKER_DB is not set; it must name the tracker's SQLite database")
-    return Path(value)
-
-
 @contextmanager
 def _connect(path: str | Path) -> Iterator[sqlite3.Connection]:
     if not Path(path).is_file():
@@ -149,12 +140,6 @@ def load(path: str | Path, document: dict[str, Any]) -> None:
                 )
     except (KeyError, TypeError, sqlite3.Error) as exc:
         raise TrackerError(f"cannot load this document: {type(exc).__name__}: {exc}") from None
-
-
-def seed(path: str | Path) -> None:
-    """(Re)create the database at `path` with the fixed seed data. Always the same content."""
-    create(path)
-    load(path, seed_document())
 
 
 # --- reading -------------------------------------------------------------------------------------

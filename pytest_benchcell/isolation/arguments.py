@@ -24,12 +24,7 @@ from dataclasses import dataclass
 
 from .words import Word
 
-__all__ = ["ArgumentRule", "WritePolicy", "CURL", "URL_PREFIX", "argument_reason", "write_targets", "cd_leaves"]
-
-# An allowed URL prefix: scheme://host[:port]/ ... (no user info; the authority ends with "/", so
-# nothing written after the prefix can change the host or the port).
-URL_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#@\s\\]+/", re.IGNORECASE)
-
+__all__ = ["ArgumentRule", "WritePolicy", "CURL", "argument_reason", "write_targets", "cd_leaves"]
 
 @dataclass(frozen=True)
 class ProgramOptions:
@@ -145,7 +140,7 @@ class WritePolicy:
             return ""
         if known.startswith("/"):
             path = posixpath.normpath(known if target.literal is not None else posixpath.dirname(known) or "/")
-            if any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots):
+            if _inside(path, self.roots):
                 return ""
             return f"{what} would write {shown}, outside {self.places()}; write files there"
         if after_cd:
@@ -164,6 +159,11 @@ class WritePolicy:
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    """Whether a normalized absolute path is one of the roots or below one."""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
 def cd_leaves(args: Sequence[Word], roots: Sequence[str]) -> bool:
     """Whether `cd ARGS` may leave the folders the agent may write into (then relative paths can't be placed)."""
     operands = [word for word in args if not (word.literal or "").startswith("-") or word.literal == "-"]
@@ -176,7 +176,7 @@ def cd_leaves(args: Sequence[Word], roots: Sequence[str]) -> bool:
         return False
     if target.literal.startswith("/"):
         path = posixpath.normpath(target.literal)
-        return not any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+        return not _inside(path, roots)
     return target.literal.startswith("~") or ".." in target.literal.split("/")
 
 
