@@ -141,18 +141,27 @@ def _strace_version(program: str) -> str:
 def _trace_works(program: str, seccomp: bool) -> bool:
     """Trace `sh -c 'true; true'` and check both the shell and its child were recorded."""
     true = shutil.which("true") or "/bin/true"
+    traced = _trace(Tracer(True, program, seccomp_bpf=seccomp), ["/bin/sh", "-c", f"{true}; {true}"], timeout=10)
+    if traced is None or traced[0] != 0:
+        return False
+    records = traced[1]
+    return [Path(record.path).name for record in records[1:]] == ["true", "true"] and records[2].parent == 0
+
+
+def _trace(
+    tracer: Tracer, argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None
+) -> tuple[int, list[ExecRecord]] | None:
+    """Run argv once under the tracer: (exit status, records), or None when it could not run or left no log."""
     with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
         log = Path(folder) / "log"
-        tracer = Tracer(True, program, seccomp_bpf=seccomp)
-        command = [program, *tracer.options(), "-o", str(log), "/bin/sh", "-c", f"{true}; {true}"]
+        command = [tracer.program, *tracer.options(), "-o", str(log), *argv]
         try:
-            done = subprocess.run(command, capture_output=True, timeout=10)
+            done = subprocess.run(command, env=env, capture_output=True, timeout=timeout)
         except (OSError, subprocess.SubprocessError):
-            return False
-        if done.returncode != 0 or not log.exists():
-            return False
-        records = parse_strace_log(log.read_text(errors="replace"))
-    return [Path(record.path).name for record in records[1:]] == ["true", "true"] and records[2].parent == 0
+            return None
+        if not log.exists():
+            return None
+        return done.returncode, parse_strace_log(log.read_text(errors="replace"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -503,18 +512,11 @@ def interpreter_helpers(path: str, search_path: str, tracer: Tracer) -> frozense
 
 @functools.lru_cache(maxsize=64)
 def _startup_programs(program: str, search_path: str, tracer: Tracer) -> frozenset[str]:
-    with tempfile.TemporaryDirectory(prefix="benchcell-calibrate-") as folder:
-        log = Path(folder) / "log"
-        env = {**os.environ, "PATH": search_path}
-        command = [tracer.program, *tracer.options(), "-o", str(log), "/usr/bin/env", program, "--version"]
-        try:
-            subprocess.run(command, env=env, capture_output=True, timeout=CALIBRATION_TIMEOUT_S)
-        except (OSError, subprocess.SubprocessError):
-            return frozenset()
-        if not log.exists():
-            return frozenset()
-        records = parse_strace_log(log.read_text(errors="replace"))
-    return frozenset(Path(record.path).name for record in records[1:])
+    env = {**os.environ, "PATH": search_path}
+    traced = _trace(tracer, ["/usr/bin/env", program, "--version"], timeout=CALIBRATION_TIMEOUT_S, env=env)
+    if traced is None:
+        return frozenset()  # the exit status does not matter: what its start-up ran does
+    return frozenset(Path(record.path).name for record in traced[1][1:])
 
 
 # --------------------------------------------------------------------------------------------
