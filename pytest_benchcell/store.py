@@ -667,14 +667,11 @@ class Store:
         return self.samples_path(cell)
 
     def _append_lines(self, cell: Cell, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
-        payload = b"".join(line for _, line in lines)
-        path = self.samples_path(cell)
         with self._locked(create=False):
             try:
-                end = _append_bytes(path, payload)
+                _write_lines(self, cell, lines)
             except OSError as exc:
                 raise StoreError(f"could not write to the store {self.root}: {_cause(exc)}") from exc
-            _append_index(self, cell, end - len(payload), lines)
 
     def read_cell(self, cell: Cell) -> CellContents:
         """Every sample of the cell, fully parsed (a sample id seen before is a duplicate problem)."""
@@ -893,6 +890,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
             numbers: list[int] = []
             pending = 0
             for source in sources:
+                origin = str(source.root.resolve())
                 for sample, raw in source.iter_raw(cell, result.problems):
                     sample_id = str(sample.get("id") or "")
                     if sample_id in seen:
@@ -910,7 +908,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                         numbers.append(next_trial)
                         next_trial += 1
                         result.renumbered += merged["trial"] != sample.get("trial")
-                    merged["merged_from"] = {"store": str(source.root.resolve()), "trial": sample.get("trial")}
+                    merged["merged_from"] = {"store": origin, "trial": sample.get("trial")}
                     try:
                         validate_sample(merged)
                     except StoreError as exc:
@@ -935,9 +933,15 @@ def _merge_batch(
     # Reserve first (as a sitting does), so a crash between the two writes only leaves a gap.
     if numbers:
         _append_bytes(dest.reservations_path(cell), _json_line({"trials": numbers, "sitting": sitting}))
-    payload = b"".join(line for _, line in batch)
-    end = _append_bytes(dest.samples_path(cell), payload)
-    _append_index(dest, cell, end - len(payload), batch)
+    _write_lines(dest, cell, batch)
+
+
+def _write_lines(store: Store, cell: Cell, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
+    """Append sample lines to the cell in one write, then their index rows (the caller holds the lock;
+    an OSError means the samples file did not take them, a failing index write loses nothing)."""
+    payload = b"".join(line for _, line in lines)
+    end = _append_bytes(store.samples_path(cell), payload)
+    _append_index(store, cell, end - len(payload), lines)
 
 
 def _append_index(store: Store, cell: Cell, start: int, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
