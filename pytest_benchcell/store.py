@@ -815,10 +815,7 @@ def read_summaries(
     if cells is None:
         cells = sorted({cell for store in stores for cell in store.cells()})
     for cell in cells:
-        seen: dict[str, tuple[Path, int]] = {}
-        rows: list[list[str]] = []
-        for store in stores:
-            rows.extend(store.cell_rows(cell, problems, seen))
+        rows = _rows_across(stores, cell, problems)
         definition = (definitions or {}).get((cell.arm, cell.task))
         for fields in _effective(rows):
             yield summary_of(fields, cell, _pool_key(fields, definition))
@@ -842,8 +839,7 @@ class StoreSet:
         self, problems: list[Problem], *, cells: Sequence[Cell] | None = None,
         definitions: Mapping[tuple[str, str], Definition] | None = None,
     ) -> Iterator[dict[str, Any]]:  # fmt: skip
-        return read_summaries(self.stores, problems, cells=self.cells() if cells is None else cells,
-                              definitions=definitions)  # fmt: skip
+        return read_summaries(self.stores, problems, cells=cells, definitions=definitions)
 
     def iter_samples(self, problems: list[Problem], *, cells: Sequence[Cell] | None = None) -> Iterator[dict[str, Any]]:
         for cell in self.cells() if cells is None else cells:
@@ -853,9 +849,14 @@ class StoreSet:
 
     def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
         problems: list[Problem] = []
-        seen: dict[str, tuple[Path, int]] = {}
-        rows = [row for store in self.stores for row in store.cell_rows(cell, problems, seen)]
-        return count_rows(rows, definition, problems)
+        return count_rows(_rows_across(self.stores, cell, problems), definition, problems)
+
+
+def _rows_across(stores: Sequence[Store], cell: Cell, problems: list[Problem]) -> list[list[str]]:
+    """One cell's rows over several stores read as one: a sample id counts once (later copies, in
+    the same store or another, are `duplicate` problems)."""
+    seen: dict[str, tuple[Path, int]] = {}
+    return [row for store in stores for row in store.cell_rows(cell, problems, seen)]
 
 
 MERGE_BATCH_BYTES = 4 * 1024 * 1024
