@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -89,6 +90,9 @@ class Arm:
     arguments: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     # Per binary: programs it may start itself (the execution audit allows them only below it).
     helpers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per binary: the command line whose traced start-up teaches the execution audit its helpers
+    # (`BINARY --version` when not declared).
+    probes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def system_prompt_addition(self) -> str:
@@ -163,6 +167,7 @@ class Bench:
                     # Absent when unused, so conditions of arms without them stay what they were.
                     **({"arguments": {name: dict(rules) for name, rules in sorted(arm_def.arguments.items())}} if arm_def.arguments else {}),
                     **({"helpers": {name: sorted(progs) for name, progs in sorted(arm_def.helpers.items())}} if arm_def.helpers else {}),
+                    **({"probe": dict(sorted(arm_def.probes.items()))} if arm_def.probes else {}),
                 },
                 "task": {"intent": task_def.intent, "tier": task_def.tier},
                 "bounds": {
@@ -433,7 +438,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
     arm.only(
         "tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands",
-        "guard_exempt", "arguments", "helpers",
+        "guard_exempt", "arguments", "helpers", "probe",
     )  # fmt: skip
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
@@ -498,6 +503,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         guard_exempt=arm.strings("guard_exempt"),
         arguments=_argument_rules(arm, binaries),
         helpers=_helpers(arm, binaries),
+        probes=_probes(arm, binaries),
     )
 
 
@@ -539,6 +545,25 @@ def _helpers(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, tuple[str, ..
                 table.fail(binary, name, "program names without a folder (helpers are matched by name)")
         helpers[binary] = names
     return helpers
+
+
+def _probes(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, str]:
+    """probe = { BINARY = "BINARY --help" }: the command whose start-up the execution audit traces
+    to learn the binary's helpers (instead of `BINARY --version`)."""
+    table = arm.sub("probe")
+    probes: dict[str, str] = {}
+    for binary in table.table:
+        if binary not in binaries:
+            table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
+        command = table.string(binary, required=True)
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = []
+        if not words or words[0] != binary:
+            table.fail(binary, command, f'a command line that runs {binary} itself, e.g. "{binary} --help"')
+        probes[binary] = command
+    return probes
 
 
 def _strip_frontmatter(text: str) -> str:

@@ -461,7 +461,7 @@ def _exec_leaks(
         return []
     policy = audit.policy(
         arm.name, arm.binaries, arm.helpers, workdir / "bin", _search_path(arm), isolation.HARMLESS_UTILITIES,
-        cli=bundled_cli(),
+        cli=bundled_cli(), probes=arm.probes,
     )
     ran = sum(1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False)
     report = audit.report(policy, commands_ran=ran)

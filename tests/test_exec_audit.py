@@ -9,7 +9,6 @@ by the execution audit and stored invalid with its chain.
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import shutil
 import subprocess
@@ -26,10 +25,12 @@ from pytest_benchcell.isolation.exec_audit import (
     Tracer,
     check_records,
     find_tracer,
-    interpreter_helpers,
+    is_program,
+    learned_helpers,
     parse_strace_log,
-    script_interpreter,
 )
+from pytest_benchcell.isolation.hygiene import curated_bin
+from pytest_benchcell.isolation.catalog import HARMLESS_UTILITIES
 
 TRACER = find_tracer()
 needs_strace = pytest.mark.skipif(not TRACER.available, reason=f"the execution audit cannot run here: {TRACER.reason}")
@@ -160,13 +161,78 @@ def test_the_shell_shows_the_agents_command_not_the_cli_wrapper() -> None:
     assert leak.chain == (("/usr/bin/bash", ("/usr/bin/bash", "-c", "git x 'y'")),)
 
 
-def test_script_interpreters_are_read_from_the_shebang(tmp_path: Path) -> None:
-    script = tmp_path / "tool"
-    script.write_text("#!/usr/bin/env -S python3 -u\nprint(1)\n")
-    assert script_interpreter(str(script)) == ("/usr/bin/env", "-S", "python3", "-u")
-    off = Tracer(False, reason="off")
-    assert interpreter_helpers(str(script), os.environ["PATH"], off) == {"env", "python3"}
-    assert script_interpreter("/nonexistent") == ()
+def test_learned_helpers_count_by_real_path_and_only_below_their_binary() -> None:
+    learned = ExecPolicy(
+        "tracker", "/usr/bin/bash", {"tracker": frozenset({"/bench/bin/tracker"})}, {},
+        learned={"tracker": frozenset({"/usr/bin/readlink", "/opt/python/bin/python3.11"})},
+    )  # fmt: skip
+    below = [
+        ExecRecord(0, 1, "/usr/bin/bash", ("bash", "-c", "tracker x"), None),
+        ExecRecord(1, 2, "/bench/bin/tracker", ("tracker", "x"), 0),
+        ExecRecord(2, 3, "/usr/bin/readlink", ("readlink", "-f", "x"), 1),
+        ExecRecord(3, 2, "/opt/python/bin/python3.11", ("python3", "-c", "print()"), 1),
+    ]
+    assert check_records(below, learned) == []
+    renamed = [*below[:2], ExecRecord(2, 3, "/tmp/cwd/readlink", ("readlink",), 1)]  # same name, another file
+    (leak,) = check_records(renamed, learned)
+    assert leak.program == "/tmp/cwd/readlink"
+    straight = [below[0], ExecRecord(1, 2, "/usr/bin/readlink", ("readlink", "x"), 0)]  # not below tracker
+    (leak,) = check_records(straight, learned)
+    assert "readlink is not a program of arm 'tracker'" in leak.reason
+
+
+def test_a_program_is_its_file_under_one_of_its_names(tmp_path: Path) -> None:
+    real = tmp_path / "usr" / "mawk"
+    real.parent.mkdir()
+    real.write_bytes(b"\x7fELF mawk")
+    (tmp_path / "awk").symlink_to(real)  # the alternatives link
+    os.link(real, tmp_path / "usr" / "awk-hard")
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "awk").write_bytes(real.read_bytes())  # the installation's own copy
+    (tmp_path / "core" / "other").write_bytes(b"\x7fELF othr")  # same size, other bytes
+    paths = frozenset({str(real)})
+
+    def record(path: Path | str, argv0: str = "awk") -> ExecRecord:
+        return ExecRecord(1, 2, str(path), (argv0, "{print}"), 0)
+
+    assert is_program(record(tmp_path / "awk"), "awk", paths)
+    assert is_program(record(real, str(real)), "awk", paths)  # the name of its own file
+    assert is_program(record(tmp_path / "core" / "awk"), "awk", paths)
+    assert not is_program(record(tmp_path / "usr" / "awk-hard"), "awk", paths)  # a name it does not have
+    assert is_program(record(tmp_path / "usr" / "awk-hard"), "awk", frozenset({*paths, "/x/awk-hard"}))
+    assert not is_program(record(tmp_path / "core" / "other", "other"), "other", paths)
+    assert not is_program(record(tmp_path / "awk", "sh"), "awk", paths)  # a multi-call binary's other program
+    assert not is_program(record(tmp_path / "nothing"), "awk", paths)
+
+
+def test_records_above_the_shell_are_the_sandboxs_launchers_only_from_the_top() -> None:
+    sandboxed = dataclasses.replace(policy(), wrappers=frozenset({"/usr/bin/nsenter", "/usr/bin/bwrap"}))
+    records = [
+        ExecRecord(0, 1, "/usr/bin/nsenter", ("nsenter", "--", "bwrap", "bash", "-c", "git x"), None),
+        ExecRecord(1, 1, "/usr/bin/bwrap", ("bwrap", "bash", "-c", "git x"), 0),
+        ExecRecord(2, 3, "/usr/bin/bash", ("bash", "-c", "git x; bwrap true"), 1),
+        ExecRecord(3, 4, "/usr/bin/git", ("git", "x"), 2),
+        ExecRecord(4, 5, "/usr/bin/bwrap", ("bwrap", "true"), 2),
+    ]
+    (leak,) = check_records(records, sandboxed)  # the agent's own bwrap, below the shell
+    assert leak.program == "/usr/bin/bwrap" and leak.argv == ("bwrap", "true")
+    (first, *_) = check_records(records, policy())  # without wrappers: the command did not start in the shell
+    assert first.program == "/usr/bin/nsenter" and "did not start in the audit's shell" in first.reason
+    not_the_shell = [*records[:2], ExecRecord(2, 3, "/usr/bin/zsh", ("zsh", "-c", "x"), 1)]
+    (leak,) = check_records(not_the_shell, sandboxed)
+    assert leak.program == "/usr/bin/zsh" and "did not start in the audit's shell" in leak.reason
+
+
+def test_a_fork_inside_another_pid_namespace_finds_its_parent_through_the_translated_pid() -> None:
+    log = (
+        '10 execve("/usr/bin/bwrap", ["bwrap", "bash"], 0x1 /* 1 var */) = 0\n'
+        "10 clone(child_stack=NULL, flags=CLONE_NEWNS|CLONE_NEWPID|SIGCHLD) = 11\n"
+        "11 clone(child_stack=NULL, flags=SIGCHLD) = 2 /* 12 in strace's PID NS */\n"
+        '12 execve("/usr/bin/bash", ["bash", "-c", "git x; cat"], 0x1 /* 1 var */) = 0\n'
+        "12 clone(child_stack=NULL, flags=SIGCHLD) = 3 /* 13 in strace's PID NS */\n"
+        '13 execve("/usr/bin/git", ["git", "x"], 0x1 /* 1 var */) = 0\n'
+    )
+    assert [record.parent for record in parse_strace_log(log)] == [None, 0, 1]
 
 
 def test_commands_that_ran_without_a_log_are_reported_missing(tmp_path: Path) -> None:
@@ -211,11 +277,180 @@ def _ancestors(records: list[ExecRecord], record: ExecRecord) -> list[int]:
 
 
 @needs_strace
-def test_a_pyenv_or_plain_python_interpreter_is_learned_for_a_script_binary(tmp_path: Path) -> None:
+def test_a_script_binarys_interpreter_is_learned_by_its_real_path(tmp_path: Path) -> None:
     script = tmp_path / "tool"
     script.write_text("#!/usr/bin/env python3\nprint(1)\n")
-    learned = interpreter_helpers(str(script), os.environ["PATH"], TRACER)
-    assert {"env", "python3"} <= learned  # plus whatever a version manager's shim starts first
+    script.chmod(0o755)
+    search_path = f"{tmp_path}{os.pathsep}{os.environ['PATH']}"
+    learned = learned_helpers("tool", ["tool", "--version"], search_path, TRACER)
+    python = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"], env={"PATH": search_path},
+                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    assert os.path.realpath(python) in learned  # behind a version manager's shim: and what that ran first
+    assert str(script) not in learned
+    assert learned_helpers("tool", ["tool"], search_path, Tracer(False, reason="off")) == frozenset()
+
+
+# --- the real strace, real programs: legitimate work stays valid, launchers are still caught ---------
+
+
+def audited(
+    tmp_path: Path,
+    binaries: list[str],
+    commands: list[str],
+    *,
+    cwd: Path | None = None,
+    path: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    stdout: int | None = None,
+    launcher: tuple[str, ...] = (),
+    wrappers: tuple[str, ...] = (),
+) -> tuple[ExecAudit, ExecPolicy]:
+    """Run commands as a trial would (the audit's prefix, only the curated PATH folder, an empty HOME)
+    and build the arm's policy, with no helpers declared."""
+    search_path = os.pathsep.join([*path, os.environ["PATH"]])
+    bin_dir = curated_bin(tmp_path / "bin", binaries, HARMLESS_UTILITIES, search_path)
+    audit = ExecAudit(tmp_path / "audit", TRACER, launcher=launcher, wrappers=wrappers)
+    (tmp_path / "home").mkdir(exist_ok=True)
+    trial_env = {"PATH": str(bin_dir), "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8", **(env or {})}
+    for command in commands:
+        subprocess.run([str(audit.prefix), command], cwd=cwd or tmp_path, env=trial_env, stdout=stdout,
+                       stderr=stdout, stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
+    policy = audit.policy("arm", binaries, {}, bin_dir, search_path, HARMLESS_UTILITIES)
+    return audit, policy
+
+
+def ran(audit: ExecAudit) -> list[str]:
+    return [record.path for records in audit.records() for record in records]
+
+
+def git_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for key, value in (("user.name", "agent"), ("user.email", "agent@example.com")):
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True)
+    (repo / "f").write_text("one\n")
+    subprocess.run(["git", "add", "f"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=repo, check=True)
+    return repo
+
+
+@needs_strace
+@needs_git
+def test_git_commit_runs_gits_own_copy_and_stays_valid_with_no_helpers(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path)
+    audit, policy = audited(tmp_path, ["git"], ["git commit -q --allow-empty -m x", "git log --oneline | wc -l"], cwd=repo)
+    exec_path = subprocess.run(["git", "--exec-path"], capture_output=True, text=True, check=True).stdout.strip()
+    assert f"{exec_path}/git" in ran(audit)  # `git maintenance run --auto` through git's own copy
+    report = audit.report(policy, commands_ran=2)
+    assert (report.leaks, report.missing, report.damaged) == ([], 0, 0)
+    assert subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip() == "2"
+
+
+TRACKER = """#!/bin/sh
+# A CLI as many are shipped: a shell wrapper that finds its own folder and starts python3.
+here=$(dirname "$(readlink -f "$0")")
+exec python3 -c 'import sys; print("tracker", *sys.argv[1:])' "$@"
+"""
+
+
+@needs_strace
+def test_a_sh_wrapper_cli_over_a_version_manager_python_stays_valid_with_no_helpers(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "tracker").write_text(TRACKER)
+    (tools / "tracker").chmod(0o755)
+    audit, policy = audited(tmp_path, ["tracker"], ["tracker list", "tracker show 1 | wc -l"], path=(str(tools),))
+    report = audit.report(policy, commands_ran=2)
+    assert (report.leaks, report.damaged) == ([], 0)
+    names = {Path(path).name for path in ran(audit)}
+    assert {"tracker", "readlink", "dirname"} <= names and any(name.startswith("python3") for name in names)
+    shim = shutil.which("python3")
+    if shim is not None and open(shim, "rb").read(2) == b"#!":  # a version manager's shim (pyenv here)
+        assert shim in ran(audit) and len(ran(audit)) > 10
+    # What made it valid is what the binary's own start-up was seen to run:
+    assert check_records(audit.records()[0], dataclasses.replace(policy, learned={})) != []
+
+
+@needs_strace
+@pytest.mark.skipif(shutil.which("awk") is None, reason="needs awk")
+def test_awk_through_the_alternatives_link_stays_valid(tmp_path: Path) -> None:
+    audit, policy = audited(tmp_path, ["awk"], ["printf 'a b\\n' | awk '{print $2}'", "awk 'BEGIN {print 1}'"])
+    assert os.path.realpath(shutil.which("awk") or "") in ran(audit)  # mawk or gawk, by its own name
+    report = audit.report(policy, commands_ran=2)
+    assert (report.leaks, report.damaged) == ([], 0)
+
+
+@needs_strace
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+def test_npm_a_node_script_stays_valid(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    audit, policy = audited(tmp_path, ["npm"], ["npm --version", "npm ls"], cwd=tmp_path / "work")
+    assert any(Path(path).name == "node" for path in ran(audit))
+    report = audit.report(policy, commands_ran=2)
+    assert (report.leaks, report.damaged) == ([], 0)
+
+
+LAUNCHER_CASES = {
+    "alias": "git -c alias.z='!touch pwned-alias' z",
+    "extdiff": "GIT_EXTERNAL_DIFF='touch pwned-extdiff' git --no-pager diff",
+    "pager": "GIT_PAGER='touch pwned-pager' git -p log",
+    "core.pager": "git -c core.pager='sh -c \"touch pwned-core\"' -p log",
+}
+
+
+@needs_strace
+@needs_git
+def test_a_git_alias_pager_or_external_diff_running_sh_or_touch_is_still_caught(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path)
+    (repo / "f").write_text("two\n")  # a change for the external diff
+    primary, secondary = os.openpty()  # git starts a pager only on a terminal
+    try:
+        audit, policy = audited(tmp_path, ["git"], list(LAUNCHER_CASES.values()), cwd=repo, stdout=secondary)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    report = audit.report(policy, commands_ran=len(LAUNCHER_CASES))
+    by_command = {leak.chain[-1][1][-1]: leak for leak in report.leaks}
+    assert set(by_command) == set(LAUNCHER_CASES.values())
+    for case, command in LAUNCHER_CASES.items():
+        leak = by_command[command]
+        assert Path(leak.program).name in {"sh", "dash", "bash", "touch"}, case
+        assert any(Path(program).name == "git" for program, _ in leak.chain), case
+        assert (repo / f"pwned-{case.replace('core.', 'core')}").exists() or case == "core.pager"
+
+
+SANDBOX = (shutil.which("nsenter") or "nsenter", "--net=/proc/self/ns/net", "--", shutil.which("bwrap") or "bwrap",
+           "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent")  # fmt: skip
+needs_sandbox = pytest.mark.skipif(
+    not (shutil.which("bwrap") and shutil.which("nsenter")), reason="needs bwrap and nsenter (the sandbox launcher)"
+)
+
+
+@needs_strace
+@needs_git
+@needs_sandbox
+def test_a_sandbox_launcher_between_strace_and_the_shell_is_the_harnesss_own(tmp_path: Path) -> None:
+    audit, policy = audited(tmp_path, ["git"], ["git --version", "git --version | wc -l; git --version"],
+                            launcher=SANDBOX, wrappers=("nsenter", "bwrap"))  # fmt: skip
+    if not TRACER.pidns_translation:
+        pytest.skip("this strace cannot translate pids across namespaces (--pidns-translation)")
+    first, second = audit.records()
+    assert [Path(record.path).name for record in first] == ["nsenter", "bwrap", "bash", "git", "git"]  # wrapper, git
+    assert [Path(record.path).name for record in second[:3]] == ["nsenter", "bwrap", "bash"]
+    # bash's forks in bwrap's own pid namespace are tied to it: git's wrappers and wc are its children
+    assert sorted(Path(record.path).name for record in second if record.parent == 2) == ["git", "git", "wc"]
+    report = audit.report(policy, commands_ran=2)
+    assert (report.leaks, report.missing, report.damaged) == ([], 0, 0)
+    bare = audit.report(dataclasses.replace(policy, wrappers=frozenset()), commands_ran=2)
+    assert bare.damaged == 2 and all("did not start in the audit's shell" in leak.reason for leak in bare.leaks)
+
+
+@needs_strace
+@needs_sandbox
+def test_a_program_run_below_the_sandboxed_shell_is_judged_even_when_it_is_a_launcher(tmp_path: Path) -> None:
+    audit, policy = audited(tmp_path, [], [f"{SANDBOX[0]} --version"], launcher=SANDBOX, wrappers=("nsenter", "bwrap"))
+    (leak,) = audit.report(policy, commands_ran=1).leaks
+    assert Path(leak.program).name == "nsenter" and [Path(p).name for p, _ in leak.chain] == ["bash", "bwrap", "nsenter"]
 
 
 # --- end to end: the real CLI, scripted model, git as the arm's binary --------------------------
@@ -274,7 +509,7 @@ GIT_RULE_CASES = {  # refused by the arm's argument rule for git
     "output": f"git diff --output {SNAPSHOT}",
 }
 BUILT_IN_CASES = {  # refused by the guard's own rules (variables naming programs, write targets)
-    "extdiff": "GIT_EXTERNAL_DIFF='touch pwned-extdiff' git diff",
+    "extdiff": "GIT_EXTERNAL_DIFF='touch pwned-extdiff' git --no-pager diff",
     "uniq": f"printf '/usr/bin/touch pwned-uniq\\n' > payload.txt && uniq payload.txt {SNAPSHOT}",
 }
 # Truncate every log of the execution audit (the prefix's path is in the environment).

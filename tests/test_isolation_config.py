@@ -76,6 +76,11 @@ def test_unused_isolation_keys_leave_the_fingerprint_alone(tmp_path: Path) -> No
         ('[arms.raw.arguments.curl]\nallow_urls = "http://127.0.0.1/"', "allow_urls has value 'http://127.0.0.1/'; allowed: a list of non-empty strings"),
         ('helpers = { git = ["/usr/bin/sh"] }', "[arms.raw.helpers] git has value '/usr/bin/sh'; allowed: program names without a folder"),
         ('helpers = { tea = ["sh"] }', "[arms.raw.helpers] tea has value 'tea'; allowed: one of this arm's binaries"),
+        ('probe = { tea = "tea --help" }', "[arms.raw.probe] tea has value 'tea'; allowed: one of this arm's binaries"),
+        ('probe = { git = "sh -c true" }', "[arms.raw.probe] git has value 'sh -c true'; allowed: a command line that runs git itself"),
+        ("probe = { git = \"git 'x\" }", "[arms.raw.probe] git has value \"git 'x\"; allowed: a command line that runs git itself"),
+        ('probe = { git = "" }', "[arms.raw.probe] git has value ''; allowed: a non-empty string"),
+        ('probe = { git = ["git", "--help"] }', "[arms.raw.probe] git has value ['git', '--help']; allowed: a non-empty string"),
     ],
 )  # fmt: skip
 def test_bad_isolation_keys_name_file_key_value_and_what_is_allowed(tmp_path: Path, arm_extra: str, message: str) -> None:
@@ -84,6 +89,15 @@ def test_bad_isolation_keys_name_file_key_value_and_what_is_allowed(tmp_path: Pa
         load_bench(path)
     assert str(caught.value).startswith(str(path))
     assert message in str(caught.value)
+
+
+def test_a_declared_probe_loads_and_enters_the_fingerprint_only_when_declared(tmp_path: Path) -> None:
+    plain = load_bench(bench_file(tmp_path))
+    assert plain.arms["raw"].probes == {} and "probe" not in plain.conditions("raw", "say")["arm"]
+    probed = load_bench(bench_file(tmp_path, arm_extra='probe = { git = "git help -a" }'))
+    assert probed.arms["raw"].probes == {"git": "git help -a"}
+    assert probed.conditions("raw", "say")["arm"]["probe"] == {"git": "git help -a"}
+    assert probed.fingerprint("raw", "say") != plain.fingerprint("raw", "say")
 
 
 def test_exec_audit_mode_is_checked(tmp_path: Path) -> None:

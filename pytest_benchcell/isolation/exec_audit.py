@@ -42,6 +42,7 @@ rewritten whole by a foreign program that already ran is not noticed. Helpers ar
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import shlex
@@ -62,8 +63,8 @@ __all__ = [
     "find_tracer",
     "parse_strace_log",
     "check_records",
-    "script_interpreter",
-    "interpreter_helpers",
+    "learned_helpers",
+    "is_program",
     "ExecAudit",
     "ExecReport",
 ]
@@ -92,9 +93,16 @@ class Tracer:
     version: str = ""
     seccomp_bpf: bool = False  # whether --seccomp-bpf works here
     reason: str = ""  # why the audit cannot run ("" when available)
+    # whether --pidns-translation works here: a fork inside a sandbox's own pid namespace returns
+    # the child's pid there; strace then adds the pid the log uses, which ties the child to its parent
+    pidns_translation: bool = False
 
     def options(self) -> tuple[str, ...]:
-        return (*STRACE_OPTIONS, *(("--seccomp-bpf",) if self.seccomp_bpf else ()))
+        return (
+            *STRACE_OPTIONS,
+            *(("--seccomp-bpf",) if self.seccomp_bpf else ()),
+            *(("--pidns-translation",) if self.pidns_translation else ()),
+        )
 
     def describe(self) -> str:
         """One line for the pytest header and the sample's provenance."""
@@ -113,8 +121,10 @@ def find_tracer() -> Tracer:
         return Tracer(False, reason="strace is not installed")
     version = _strace_version(program)
     for seccomp in (True, False):
-        if _trace_works(program, seccomp):
-            return Tracer(True, program, version, seccomp)
+        for pidns in (True, False):
+            tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns)
+            if _trace_works(tracer):
+                return tracer
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
 
 
@@ -138,10 +148,10 @@ def _strace_version(program: str) -> str:
     return match.group(1) if match else "unknown"
 
 
-def _trace_works(program: str, seccomp: bool) -> bool:
+def _trace_works(tracer: Tracer) -> bool:
     """Trace `sh -c 'true; true'` and check both the shell and its child were recorded."""
     true = shutil.which("true") or "/bin/true"
-    traced = _trace(Tracer(True, program, seccomp_bpf=seccomp), ["/bin/sh", "-c", f"{true}; {true}"], timeout=10)
+    traced = _trace(tracer, ["/bin/sh", "-c", f"{true}; {true}"], timeout=10)
     if traced is None or traced[0] != 0:
         return False
     records = traced[1]
@@ -149,14 +159,19 @@ def _trace_works(program: str, seccomp: bool) -> bool:
 
 
 def _trace(
-    tracer: Tracer, argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None
+    tracer: Tracer,
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> tuple[int, list[ExecRecord]] | None:
     """Run argv once under the tracer: (exit status, records), or None when it could not run or left no log."""
     with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
         log = Path(folder) / "log"
         command = [tracer.program, *tracer.options(), "-o", str(log), *argv]
         try:
-            done = subprocess.run(command, env=env, capture_output=True, timeout=timeout)
+            done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
         except (OSError, subprocess.SubprocessError):
             return None
         if not log.exists():
@@ -184,6 +199,8 @@ _LINE = re.compile(r"^(\d+)\s+(.*)$")
 _CALL = re.compile(r"^(execve|execveat|fork|vfork|clone|clone3)\(")
 _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>")
 _RESULT = re.compile(r"\)\s+=\s+(-?\d+)(?:\s|$)")
+# --pidns-translation: `= 2 /* 30122 in strace's PID NS */`, the child's pid as the log shows it
+_TRANSLATED = re.compile(r"/\* (\d+) in strace's PID NS \*/")
 
 
 def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
@@ -218,6 +235,9 @@ def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
         name = call.split("(", 1)[0]
         result = _RESULT.search(call, call.rfind(")")) if ")" in call else None
         value = int(result.group(1)) if result else -1
+        translated = _TRANSLATED.search(call, result.end()) if result else None
+        if translated is not None:
+            value = int(translated.group(1))
         if name in ("execve", "execveat"):
             parsed = _exec_arguments(call, name) if value == 0 else None  # failed: a PATH search
             if parsed is not None:
@@ -349,8 +369,10 @@ class ExecPolicy:
     shell: str  # the shell the prefix starts (a real path)
     binaries: Mapping[str, frozenset[str]]  # arm binary -> the real paths that are it
     harmless: Mapping[str, frozenset[str]]  # harmless utility -> the real paths that are it
-    helpers: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> helper names
+    helpers: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> declared helper names
     cli: frozenset[str] = frozenset()  # the real paths of the Claude CLI executable the trial runs
+    learned: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> real paths its start-up ran
+    wrappers: frozenset[str] = frozenset()  # real paths of the harness's launcher programs above the shell
 
 
 # The Claude Code CLI carries its own search tools: its shell snapshot defines `grep` and `find` as
@@ -403,23 +425,83 @@ def _judge(record: ExecRecord, records: Sequence[ExecRecord], policy: ExecPolicy
     """The name this record is allowed as, or "!" + why it is not."""
     real = _real(record.path)
     name = Path(record.path).name
-    if record.parent is None:
+    chain = _chain(record, records)
+    if _under_wrappers_only(chain, policy):  # the prefix's own start: launchers, then the shell
+        if real in policy.wrappers:
+            return "(sandbox)"
         return "(shell)" if real == policy.shell else f"!the command did not start in the audit's shell {policy.shell}"
-    if name in policy.binaries and real in policy.binaries[name]:
-        return name
-    if name in policy.harmless and real in policy.harmless[name]:
-        return name
+    for kind in (policy.binaries, policy.harmless):
+        for program, paths in kind.items():
+            if is_program(record, program, paths):
+                return program
     if real in policy.cli and record.argv:
         stands_for = CLI_EMBEDDED_TOOLS.get(Path(record.argv[0]).name, "")
         if stands_for in policy.harmless or stands_for in policy.binaries:
             return stands_for
-    for above in _chain(record, records):
+    for above in chain:
         binary = allowed_as.get(above.index, "")
-        if name in policy.helpers.get(binary, ()):
+        if name in policy.helpers.get(binary, ()) or _same_file(real, policy.learned.get(binary, frozenset())):
             return binary
     if name in policy.binaries or name in policy.harmless:
         return f"!{record.path} is not the {name} the harness put on PATH"
     return f"!{name} is not a program of arm '{policy.arm}' nor a helper of a binary that started it"
+
+
+def _under_wrappers_only(chain: Sequence[ExecRecord], policy: ExecPolicy) -> bool:
+    """Whether everything above a record is the harness's launchers (nothing above: the log's root)."""
+    return all(_real(above.path) in policy.wrappers for above in chain)
+
+
+def is_program(record: ExecRecord, program: str, paths: frozenset[str]) -> bool:
+    """Whether a record is `program`, whose files are `paths` (real paths).
+
+    The file decides: the same real path (symlinks and alternatives resolved on both sides), the
+    same inode (a hard link), or the same bytes (a copy the program's own installation keeps, such
+    as Debian's /usr/lib/git-core/git). The name it ran under must be one of the program's names
+    (the arm's name or a file name of the program) in both the path and argv[0], because a
+    multi-call binary (busybox, a single-binary coreutils) is a different program under each name.
+    """
+    names = {program, *(Path(path).name for path in paths)}
+    if Path(record.path).name not in names or (record.argv and Path(record.argv[0]).name not in names):
+        return False
+    real = _real(record.path)
+    return _same_file(real, paths) or any(_same_bytes(real, path) for path in paths)
+
+
+def _same_file(real: str, paths: frozenset[str]) -> bool:
+    if real in paths:
+        return True
+    inode = _inode(real)
+    return inode is not None and any((_inode(path) or ())[:2] == inode[:2] for path in paths)
+
+
+def _inode(path: str) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, modification time) of a file, or None where it cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _same_bytes(real: str, other: str) -> bool:
+    first, second = _inode(real), _inode(other)
+    if first is None or second is None or first[2] != second[2]:
+        return False
+    return _digest(real, first) == _digest(other, second) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, inode: tuple[int, int, int, int]) -> str | None:
+    """The sha256 of a file, cached per file version (the inode key changes when the file is replaced)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _chain(record: ExecRecord, records: Sequence[ExecRecord]) -> list[ExecRecord]:
@@ -465,58 +547,41 @@ def _real(path: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Helpers learned at setup: a script binary's interpreter and its start-up
+# Helpers learned once per sitting: what a binary's own start-up runs
 # --------------------------------------------------------------------------------------------
 
 
-def script_interpreter(path: str) -> tuple[str, ...]:
-    """The `#!` line of a script as argv words (() for a compiled program or an unreadable file)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(256)
-    except OSError:
-        return ()
-    if not head.startswith(b"#!"):
-        return ()
-    line = head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
-    return tuple(line.split())
+def learned_helpers(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> frozenset[str]:
+    """The real paths of what a binary's own start-up runs: `probe` (argv, its first word the
+    binary; `BINARY --version` unless the arm declares another) traced once, with the binary's PATH.
 
-
-def interpreter_helpers(path: str, search_path: str, tracer: Tracer) -> frozenset[str]:
-    """Program names a script binary needs to start: its interpreter and what that one starts first.
-
-    `#!/usr/bin/env python3` makes env start python3, which may itself be a shim that starts a
-    version manager (pyenv runs bash, pyenv-exec, readlink... before the real python3). These are
-    found by tracing `INTERPRETER --version` once, with the binary's own PATH.
+    A script's interpreter and whatever that interpreter runs first are found this way: a
+    `#!/bin/sh` wrapper's readlink and python3, and behind a version manager's python3 shim the
+    bash, pyenv and readlink it starts before the real python3. The probe runs in an empty folder
+    with an empty HOME, stdin closed, and the variables a trial's commands keep (locale, terminal),
+    so it sees the start-up a trial's command will have. Cached per sitting by the binary's real
+    path, the probe and the search path.
     """
-    words = script_interpreter(path)
-    if not words:
+    real = shutil.which(program, path=search_path)
+    if real is None or not tracer.available:
         return frozenset()
-    interpreter, args = words[0], list(words[1:])
-    if Path(interpreter).name == "env":
-        while args and args[0].startswith("-"):
-            args.pop(0)  # env -S / -i: the program follows the options
-        names = {"env"}
-        program = args[0] if args else ""
-    else:
-        names = set()
-        program = interpreter
-    if not program:
-        return frozenset(names)
-    names.add(Path(program).name)
-    # A shebang names a real interpreter, whose own start-up is only known by running it.
-    if tracer.available:
-        names |= _startup_programs(program, search_path, tracer)
-    return frozenset(names)
+    return _probe_startup(os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
 
 
 @functools.lru_cache(maxsize=64)
-def _startup_programs(program: str, search_path: str, tracer: Tracer) -> frozenset[str]:
-    env = {**os.environ, "PATH": search_path}
-    traced = _trace(tracer, ["/usr/bin/env", program, "--version"], timeout=CALIBRATION_TIMEOUT_S, env=env)
+def _probe_startup(real: str, args: tuple[str, ...], search_path: str, tracer: Tracer) -> frozenset[str]:
+    from .hygiene import KEPT_NAMES  # the variables a trial's commands keep besides the SDK's own
+
+    with tempfile.TemporaryDirectory(prefix="benchcell-probe-") as home:
+        kept = {name: value for name, value in os.environ.items() if name in KEPT_NAMES or name.startswith("LC_")}
+        env = {**kept, "PATH": search_path, "HOME": home}
+        traced = _trace(tracer, [real, *args], timeout=CALIBRATION_TIMEOUT_S, env=env, cwd=home)
     if traced is None:
-        return frozenset()  # the exit status does not matter: what its start-up ran does
-    return frozenset(Path(record.path).name for record in traced[1][1:])
+        return frozenset()  # the exit status does not matter: what the start-up ran does
+    itself = frozenset({real})
+    return frozenset(
+        path for path in (_real(record.path) for record in traced[1][1:]) if not _same_file(path, itself)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,21 +592,33 @@ def _startup_programs(program: str, search_path: str, tracer: Tracer) -> frozens
 class ExecAudit:
     """Sets up the shell prefix for one trial and reads back what ran."""
 
-    def __init__(self, folder: Path, tracer: Tracer, shell: str | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        tracer: Tracer,
+        shell: str | None = None,
+        launcher: Sequence[str] = (),
+        wrappers: Iterable[str] = (),
+    ) -> None:
+        """`launcher`: an argv put between strace and the shell (a sandbox: `nsenter ... -- bwrap ...`);
+        `wrappers`: the programs it executes before the shell (names or paths), allowed above the
+        shell as the harness's own."""
         self.folder = folder
         self.logs = folder / "logs"
         self.tracer = tracer
         self.shell = os.path.realpath(shell or shutil.which("bash") or "/bin/bash")
+        self.wrappers = frozenset(os.path.realpath(shutil.which(program) or program) for program in wrappers)
         self.logs.mkdir(parents=True, exist_ok=True)
         self.prefix = folder / "shell-prefix"
         bash = self.shell
         log = shlex.quote(str(self.logs))
         strace = " ".join(shlex.quote(part) for part in (tracer.program, *tracer.options()))
+        between = "".join(f"{shlex.quote(part)} " for part in launcher)
         self.prefix.write_text(
             f"#!{bash}\n"
             "# The execution audit (pytest-benchcell): the Claude CLI runs every Bash command as\n"
             '# `PREFIX "<wrapped command>"`; this runs it under strace, one log per command.\n'
-            f'exec {strace} -o {log}/"${{EPOCHREALTIME/[.,]/}}-$$.log" {shlex.quote(bash)} -c "$1"\n'
+            f'exec {strace} -o {log}/"${{EPOCHREALTIME/[.,]/}}-$$.log" {between}{shlex.quote(bash)} -c "$1"\n'
         )
         self.prefix.chmod(0o755)
 
@@ -562,25 +639,28 @@ class ExecAudit:
         search_path: str,
         harmless: Iterable[str],
         cli: str | None = None,
+        probes: Mapping[str, str] | None = None,
     ) -> ExecPolicy:
         """The arm's execution policy: its binaries as the harness put them on PATH (the curated
-        wrapper and the real program), the harmless utilities linked there, and each binary's helpers
-        (declared, plus a script binary's interpreter and what that interpreter's start-up runs)."""
+        wrapper and the real program), the harmless utilities linked there, each binary's declared
+        helpers (names) and learned ones (the real paths its start-up ran: `probes[binary]`, a
+        command line starting with the binary, or `BINARY --version`)."""
         programs: dict[str, frozenset[str]] = {}
-        helpers: dict[str, frozenset[str]] = {}
+        learned: dict[str, frozenset[str]] = {}
         for name in binaries:
             real = shutil.which(name, path=search_path)
             real = os.path.realpath(real) if real else None
             programs[name] = frozenset({os.path.realpath(bin_dir / name), *([real] if real else [])})
-            learned = interpreter_helpers(real, search_path, self.tracer) if real else frozenset()
-            helpers[name] = frozenset(declared_helpers.get(name, ())) | learned
+            probe = shlex.split((probes or {}).get(name, "")) or [name, "--version"]
+            learned[name] = learned_helpers(name, probe, search_path, self.tracer)
+        helpers = {name: frozenset(programs_) for name, programs_ in declared_helpers.items()}
         linked = {
             name: frozenset({os.path.realpath(bin_dir / name)})
             for name in harmless
             if (bin_dir / name).exists() and name not in programs
         }
         cli_paths = frozenset({os.path.realpath(cli)}) if cli else frozenset()
-        return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths)
+        return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths, learned, self.wrappers)
 
     def report(self, policy: ExecPolicy, commands_ran: int = 0) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
@@ -590,8 +670,12 @@ class ExecAudit:
         damaged = 0
         for records in per_command:
             leaks += check_records(records, policy)
-            # Every log starts with the shell the prefix started; one without it was cut or rewritten.
-            damaged += not any(record.parent is None and _real(record.path) == self.shell for record in records)
+            # Every log starts with the shell the prefix started (below the launchers, where there are
+            # any); one without it was cut or rewritten.
+            damaged += not any(
+                _real(record.path) == policy.shell and _under_wrappers_only(_chain(record, records), policy)
+                for record in records
+            )
         missing = max(0, commands_ran - len(per_command))
         return ExecReport(len(per_command), sum(len(records) for records in per_command), leaks, missing, damaged)
 
