@@ -371,6 +371,26 @@ def test_a_sh_wrapper_cli_over_a_version_manager_python_stays_valid_with_no_help
     assert check_records(audit.records()[0], dataclasses.replace(policy, learned={})) != []
 
 
+QUIET_ON_VERSION = """#!/bin/sh
+# Prints its version without starting anything; its real work starts readlink.
+if [ "$1" = --version ]; then echo 1.0; else readlink -f "$0"; fi
+"""
+
+
+@needs_strace
+def test_a_declared_probe_teaches_what_version_does_not_show(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "quiet").write_text(QUIET_ON_VERSION)
+    (tools / "quiet").chmod(0o755)
+    audit, by_version = audited(tmp_path, ["quiet"], ["quiet run"], path=(str(tools),))
+    (leak,) = audit.report(by_version, commands_ran=1).leaks
+    assert Path(leak.program).name == "readlink"
+    probed = audit.policy("arm", ["quiet"], {}, tmp_path / "bin", f"{tools}{os.pathsep}{os.environ['PATH']}",
+                          HARMLESS_UTILITIES, probes={"quiet": "quiet --help"})  # fmt: skip
+    assert audit.report(probed, commands_ran=1).leaks == []
+
+
 @needs_strace
 @pytest.mark.skipif(shutil.which("awk") is None, reason="needs awk")
 def test_awk_through_the_alternatives_link_stays_valid(tmp_path: Path) -> None:
@@ -488,11 +508,10 @@ tools = ["Bash"]
 binaries = ["git"]
 guard_exempt = ["*"]
 
-[arms.legit]
+[arms.legit]                  # no helpers declared: what the binaries start is learned or is theirs
 tools = ["Bash"]
-binaries = ["greet", "git"]
+binaries = ["greet", "git", "tracker"]
 path = ["bin"]
-helpers = { git = ["git"] }
 
 [tasks.work]
 tier = "read"
@@ -521,6 +540,7 @@ LEGIT = [
     "git status --short && git log --oneline | head -1",
     "git add -A && git commit -q -m 'second' && git diff HEAD~1 --stat",
     "git log --oneline | grep -c second",  # grep runs as the CLI's own ugrep (snapshot function)
+    "tracker list --open | wc -l",  # a #!/bin/sh CLI running readlink and python3 (a pyenv shim here)
 ]
 
 CONFTEST = f"""
@@ -577,6 +597,8 @@ def bench(pytester: pytest.Pytester) -> pytest.Pytester:
     greet.parent.mkdir()
     greet.write_text(GREET)
     greet.chmod(0o755)
+    (greet.parent / "tracker").write_text(TRACKER)
+    (greet.parent / "tracker").chmod(0o755)
     return pytester
 
 
@@ -663,3 +685,5 @@ def test_legitimate_commands_stay_valid_under_the_execution_audit(bench: pytest.
     assert audit["programs"] > 3 * len(LEGIT)  # interpreters, utilities, git's own helpers were seen
     outputs = [call["output"] for call in sample["tool_calls"]]
     assert outputs[0].strip() == "12" and "hello from a here-document" in outputs[2]
+    assert "1 file changed" in outputs[4]  # the commit ran (and with it `git maintenance run --auto`)
+    assert outputs[-1].strip() == "1"  # tracker's one line

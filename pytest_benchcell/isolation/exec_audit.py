@@ -13,30 +13,49 @@ evals the command). The prefix written here runs `strace -f -e trace=execve,...`
 directory and the environment's workdir (the only places the guard lets the agent write). strace's
 seccomp-bpf filter (`--seccomp-bpf`, used when the installed strace supports it) stops the tracee
 only at the traced calls, so the cost is a few milliseconds per command (benchmarks/exec_audit_cost.py).
+A launcher may stand between strace and the shell (`ExecAudit(launcher=...)`: a sandbox such as
+`nsenter --net=... -- bwrap ... bash -c CMD`); `--pidns-translation` makes strace print, for a fork
+inside the sandbox's own pid namespace, the child's pid as the log knows it.
 
 What the records show. Each successful execve (path, argv) with the process that ran it; fork,
 vfork and clone give the parent. The chain of a record is the programs above it: the image its
 process replaced (exec keeps the pid), else the image its parent process had when it forked. The
 CLI's own wrapping (sourcing the snapshot, `eval`, `pwd -P`) uses shell builtins only and runs no
-program, so nothing needs filtering: the first record of each log is the shell itself.
+program, so nothing needs filtering: the first record of each log is the shell itself, or the
+launcher's programs and then the shell.
+
+What a program is. A record is a program when its file is one of the program's files and it ran
+under one of the program's names (`is_program`). The file: the same real path (symlinks and the
+alternatives system resolved on both sides), the same inode (a hard link), or the same bytes (the
+copy a program's own installation keeps: `git commit` runs `/usr/lib/git-core/git maintenance`,
+byte for byte the /usr/bin/git the arm named). Not the rest of the installation folder: git's
+exec-path also holds scripts (git-difftool--helper, git-mergetool) that run what they are given.
+The names: the arm's name and the file names of the program's files (awk, and mawk behind the
+alternatives link), in both the path executed and argv[0], since a multi-call binary (busybox, a
+single-binary coreutils) is another program under each name.
 
 The policy (ExecPolicy). A record is allowed when it is
-- the shell the prefix started (the root of the tree);
-- one of the arm's binaries: its name in the arm and its file the one the harness put on PATH
-  (the curated wrapper or the real program it starts);
-- a harmless utility: its name in the list and its file the one the harness linked;
-- a helper of a binary above it in the chain: declared by the arm (`helpers = { git = [...] }`)
-  or learned when the trial is set up: the interpreter of a script binary (`#!/usr/bin/env
-  python3`) and the programs that interpreter's start-up runs (pyenv shims, for instance), found by
-  tracing `INTERPRETER --version` once.
-Anything else makes the trial invalid, stored with its program, argv and parent chain.
+- one of the launcher's programs (`wrappers`, by real path) with only launchers above it, then
+  the shell the prefix started, with only launchers above it (the root of the command's tree);
+- one of the arm's binaries: the curated wrapper the harness put on PATH or the real program it
+  starts (as above, by what its file is);
+- a harmless utility: the file the harness linked;
+- a helper of a binary above it in the chain: declared by the arm (`helpers = { git = [...] }`,
+  matched by name), or learned (matched by real path or inode): what the binary's own start-up
+  ran when `BINARY --version`, or the arm's `probe` command for it, was traced once per sitting
+  with the binary's PATH: a script's interpreter, a `#!/bin/sh` wrapper's readlink and python3,
+  and the bash, pyenv and readlink a version manager's python3 shim runs first.
+Anything else makes the trial invalid, stored with its program, argv and parent chain. A git
+alias, pager or external diff runs sh or touch, which git's start-up never runs: still caught.
 
 Limits. strace sees execve, not what a program does without starting one (a shell redirection, a
 network connection, a library loaded into an allowed program). The logs are files the agent's user
 could write; the guard refuses writes outside the working directory and the environment's workdir,
 a program that ran is logged before its first instruction, and a removed log (fewer logs than Bash
 commands that completed) or a cut one (without its own shell's record) is reported, but a log
-rewritten whole by a foreign program that already ran is not noticed. Helpers are matched by name.
+rewritten whole by a foreign program that already ran is not noticed. A learned helper is allowed
+below its binary whatever its arguments: a binary whose start-up runs a shell lets that shell run
+below it (a python3 behind a pyenv shim brings bash).
 """
 
 from __future__ import annotations
