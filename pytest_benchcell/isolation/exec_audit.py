@@ -535,15 +535,19 @@ class ExecAudit:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.prefix = folder / "shell-prefix"
         bash = self.shell
-        log = shlex.quote(str(self.logs))
-        strace = " ".join(shlex.quote(part) for part in (tracer.program, *tracer.options()))
         self.prefix.write_text(
             f"#!{bash}\n"
             "# The execution audit (pytest-benchcell): the Claude CLI runs every Bash command as\n"
             '# `PREFIX "<wrapped command>"`; this runs it under strace, one log per command.\n'
-            f'exec {strace} -o {log}/"${{EPOCHREALTIME/[.,]/}}-$$.log" {shlex.quote(bash)} -c "$1"\n'
+            f'exec {self.trace_command()} {shlex.quote(bash)} -c "$1"\n'
         )
         self.prefix.chmod(0o755)
+
+    def trace_command(self) -> str:
+        """strace with its options and this command's own log (a shell fragment: the log's name is
+        computed by the prefix's shell, one per command)."""
+        strace = " ".join(shlex.quote(part) for part in (self.tracer.program, *self.tracer.options()))
+        return f'{strace} -o {shlex.quote(str(self.logs))}/"${{EPOCHREALTIME/[.,]/}}-$$.log"'
 
     def environment(self) -> dict[str, str]:
         return {"CLAUDE_CODE_SHELL_PREFIX": str(self.prefix)}
