@@ -390,14 +390,14 @@ def test_a_required_sandbox_that_cannot_run_refuses_the_sitting(pytester: pytest
     _corpus_bench(pytester, {"env": "env"}, sandbox_mode="required")
     bin_dir = pytester.path / "nobwrap"
     bin_dir.mkdir()
-    for name in ("python3", "strace"):  # a PATH without bubblewrap
+    for name in ("python3", "strace", "nsenter"):  # a PATH without bubblewrap and socat
         found = shutil.which(name)
         if found:
             (bin_dir / name).symlink_to(found)
     pytester._monkeypatch.setenv("PATH", str(bin_dir))
     result = pytester.runpytest_subprocess("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(['*[[]bench[]] sandbox = "required", but the sandbox cannot run here (*not installed): install bubblewrap*'])
+    result.stderr.fnmatch_lines(['*[[]bench[]] sandbox = "required", but the sandbox cannot run here (bwrap and socat not installed): install bubblewrap*'])
     assert not (pytester.path / "results" / "scripted" / "shell" / "env.jsonl").exists()
 
 

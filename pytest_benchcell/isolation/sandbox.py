@@ -127,7 +127,8 @@ def find_sandbox() -> SandboxTool:
     programs = {name: shutil.which(name) or "" for name in ("bwrap", "nsenter", "socat")}
     missing = [name for name, path in programs.items() if not path]
     if missing:
-        return SandboxTool(False, reason=f"{' and '.join(missing)} not installed")
+        listed = " and ".join(missing) if len(missing) < 3 else f"{', '.join(missing[:-1])} and {missing[-1]}"
+        return SandboxTool(False, reason=f"{listed} not installed")
     bwrap, nsenter, socat = (os.path.realpath(programs[name]) for name in ("bwrap", "nsenter", "socat"))
     version = _version(bwrap)
     problem = _check_namespaces(bwrap)
