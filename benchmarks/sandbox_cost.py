@@ -79,12 +79,12 @@ def main() -> int:
             variants = {
                 "bare": None,
                 "prefix": sandbox.write_prefix(root / "p-plain", None, None, None),
-                "sandbox": sandbox.write_prefix(root / "p-sandbox", tool, plan, network.netns),
+                "sandbox": sandbox.write_prefix(root / "p-sandbox", tool, plan, network),
             }
             if tracer.available:
                 audit = ExecAudit(root / "audit", tracer)
                 variants["+audit"] = sandbox.write_prefix(
-                    root / "p-audit", tool, plan, network.netns, trace=audit.trace_command(), shell=audit.shell
+                    root / "p-audit", tool, plan, network, trace=audit.trace_command(), shell=audit.shell
                 )
             print(f"sandbox {tool.describe()}; execution audit {tracer.describe()}; {runs} runs per variant")
             print(f"network namespace with one relay, started once per trial: {network_ms:.0f} ms")

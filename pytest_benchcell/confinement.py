@@ -143,7 +143,7 @@ def confine(
             folder / "shell-prefix",
             tool,
             plan,
-            confinement.network.netns if confinement.network else None,
+            confinement.network,
             trace=audit.trace_command() if audit else "",
             shell=audit.shell if audit else "/bin/bash",
         )

@@ -153,7 +153,7 @@ def test_a_command_reaches_its_endpoint_and_nothing_else(tmp_path: Path) -> None
         plan = SandboxPlan(
             writable=(str(tmp_path / "cwd"),), readable=(), hidden=(str(tmp_path / "secret"),), home=""
         )
-        prefix = sandbox.write_prefix(tmp_path / "prefix", TOOL, plan, network.netns)
+        prefix = sandbox.write_prefix(tmp_path / "prefix", TOOL, plan, network)
         python = shutil.which("python3") or sys.executable
         script = "; ".join(
             [

@@ -269,7 +269,7 @@ def write_prefix(
     path: Path,
     tool: SandboxTool | None,
     plan: SandboxPlan | None,
-    netns: str | None,
+    network: TrialNetwork | None,
     trace: str = "",
     shell: str = "/bin/bash",
 ) -> Path:
@@ -283,7 +283,7 @@ def write_prefix(
         "unset " + " ".join(CREDENTIAL_VARIABLES),
     ]
     words = [trace] if trace else []
-    if tool is not None and tool.available and plan is not None and netns:
+    if tool is not None and tool.available and plan is not None and network is not None:
         # The CLI ends each wrapped command with `pwd -P >| <its cwd file>` to follow `cd`: that one
         # file, created here, is shared with the sandbox's private /tmp.
         lines += [
@@ -292,7 +292,7 @@ def write_prefix(
             '    : >| "${BASH_REMATCH[1]}" && share=(--bind "${BASH_REMATCH[1]}" "${BASH_REMATCH[1]}")',
             "fi",
         ]
-        words += [shlex.join([tool.nsenter, f"--net={netns}", "--", tool.bwrap, *bwrap_arguments(plan)])]
+        words += [shlex.join([tool.nsenter, *network.enter_options(), "--", tool.bwrap, *bwrap_arguments(plan)])]
         words += ['"${share[@]}" --chdir "$PWD"']
     words += [shlex.quote(shell), '-c "$1"']
     lines.append("exec " + " ".join(words))
@@ -317,9 +317,13 @@ class TrialNetwork:
         self.holder: subprocess.Popen[bytes] | None = None
         self.child_pid = 0
 
-    @property
-    def netns(self) -> str:
-        return f"/proc/{self.child_pid}/ns/net"
+    def enter_options(self) -> list[str]:
+        """nsenter's options to join the namespace. As root, the network namespace alone; as another
+        user bubblewrap made it inside a user namespace of its own, which must be joined with it."""
+        options = [f"--net=/proc/{self.child_pid}/ns/net"]
+        if os.geteuid() != 0:
+            options = [f"--user=/proc/{self.child_pid}/ns/user", *options, "--preserve-credentials"]
+        return options
 
     def start(self) -> TrialNetwork:
         self.folder.mkdir(parents=True, exist_ok=True)
