@@ -213,11 +213,27 @@ base_prompt = "Work in the folder."
 
 [arms.shell]
 tools = ["Bash"]
-binaries = ["curl", "python3", "tar", "ln", "mkdir", "cp", "find", "sed", "awk", "sh", "xargs", "dirname", "basename", "rm"]
+binaries = ["curl", "python3", "tar", "ln", "mkdir", "cp", "find", "sed", "awk", "sh", "xargs", "dirname", "basename",
+            "rm", "sqlite3", "make", "npm"]
 guard_exempt = ["*"]
 bootstrap = "A shell."
 network = ["127.0.0.1:{{port}}"]
 env = {{ SERVICE_URL = "http://127.0.0.1:{{port}}/" }}
+
+# Ordinary work with the guard on: what real arms look like.
+[arms.work]
+tools = ["Bash"]
+binaries = ["curl", "python3", "tar", "mkdir", "cp", "git", "awk", "sqlite3", "make", "npm", "tool"]
+path = ["bin"]
+bootstrap = "A shell."
+network = ["127.0.0.1:{{port}}"]
+env = {{ SERVICE_URL = "http://127.0.0.1:{{port}}/" }}
+"""
+
+# A CLI that is a shell wrapper over the python on PATH (here a version manager's shim).
+WRAPPER_TOOL = """#!/bin/sh
+here=$(dirname "$(readlink -f "$0")")
+exec python3 -c 'import sys; print("tool ok from", sys.argv[1])' "$here"
 """
 
 CORPUS_CONFTEST = '''
@@ -293,6 +309,9 @@ def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str], *, sandbox_m
     tasks = "".join(f'\n[tasks.{name}]\ntier = "read"\nintent = "Do it."\nrequired_facts = ["done"]\n' for name in cases)
     pytester.makefile(".toml", bench=CORPUS_BENCH.format(sandbox=sandbox_mode, exec_audit=exec_audit) + tasks)
     pytester.makeconftest(CORPUS_CONFTEST.format(cases=cases, outside=str(outside), hits=str(hits)))
+    (pytester.path / "bin").mkdir()
+    (pytester.path / "bin" / "tool").write_text(WRAPPER_TOOL)
+    (pytester.path / "bin" / "tool").chmod(0o755)
     # An earlier sample in the store: what the agent must not read back.
     folder = pytester.path / "results" / "scripted" / "shell"
     folder.mkdir(parents=True)
@@ -300,9 +319,9 @@ def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str], *, sandbox_m
     return outside, hits
 
 
-def _samples(pytester: pytest.Pytester) -> dict[str, dict]:
+def _samples(pytester: pytest.Pytester, arm: str = "shell") -> dict[str, dict]:
     samples = {}
-    for path in (pytester.path / "results" / "scripted" / "shell").glob("*.jsonl"):
+    for path in (pytester.path / "results" / "scripted" / arm).glob("*.jsonl"):
         for line in path.read_text().splitlines():
             sample = json.loads(line)
             if "task" in sample:
@@ -342,35 +361,52 @@ def test_every_escape_of_the_corpus_is_made_harmless(pytester: pytest.Pytester) 
 
 
 LEGITIMATE = {
-    "service-curl": 'curl -s "$SERVICE_URL"',
-    "service-python": "python3 -c 'import os, urllib.request as u; print(u.urlopen(os.environ[\"SERVICE_URL\"]).read())'",
-    "write-here": "mkdir -p out && echo hello > out/a.txt && cp out/a.txt b.txt && cat b.txt && tar cf x.tar out && tar tf x.tar",
-    "tmp-private": "echo t > /tmp/scratch && cat /tmp/scratch",
-    "cd-persists": "mkdir -p deep/er && cd deep/er && pwd",
+    "service-curl": ('curl -s "$SERVICE_URL"', "service"),
+    "service-python": ("python3 -c 'import os, urllib.request as u; print(u.urlopen(os.environ[\"SERVICE_URL\"]).read())'", "b'service'"),
+    "write-here": ("mkdir -p out && echo hello > out/a.txt && cp out/a.txt b.txt && tar cf x.tar out && tar tf x.tar", "out/a.txt"),
+    "cd-persists": ("mkdir -p deep/er && cd deep/er", None),
+    "git-commit": ("git init -q r && cd r && echo a > f && git add f && git -c user.name=a -c user.email=a@b.c commit -qm first && git log --oneline | wc -l", "1"),
+    "awk": ("printf '1\\n2\\n' | awk '{{ s += $1 }} END {{ print s }}'", "3"),
+    "sqlite3": ("sqlite3 shop.db 'create table t(a); insert into t values (1); select count(*) from t;'", "1"),
+    "make": ("printf 'all:\\n\\t@echo built\\n' > Makefile && make", "built"),
+    "npm": ("npm init -y >/dev/null && npm pkg get name", "cwd"),
+    "shim-python": ("python3 -c 'print(6 * 7)'", "42"),
+    "wrapper-cli": ("tool", "tool ok from"),
 }
 
 
 @pytest.mark.e2e
 @needs_sandbox
 @pytest.mark.parametrize("exec_audit", ["off", "auto"])
-def test_ordinary_work_runs_in_the_sandbox(pytester: pytest.Pytester, exec_audit: str) -> None:
-    _corpus_bench(pytester, LEGITIMATE, exec_audit=exec_audit)
-    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
-    samples = _samples(pytester)
+def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exec_audit: str) -> None:
+    _corpus_bench(pytester, {name: command for name, (command, _) in LEGITIMATE.items()}, exec_audit=exec_audit)
+    result = pytester.runpytest("--bench-arm", "work", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    samples = _samples(pytester, "work")
     assert set(samples) == set(LEGITIMATE), result.stdout.str()[-3000:]
-    outputs = {name: sample["tool_calls"][0]["output"] for name, sample in samples.items()}
-    assert "service" in outputs["service-curl"]
-    assert "b'service'" in outputs["service-python"]
-    assert outputs["write-here"].splitlines()[0] == "hello" and "out/a.txt" in outputs["write-here"]
-    assert outputs["tmp-private"] == "t"
-    assert outputs["cd-persists"].endswith("/cwd/deep/er")
-    for name, sample in samples.items():
-        assert sample["tool_calls"][0]["is_error"] is False, (name, sample["tool_calls"][0])
-        # guard_exempt = ["*"] lets each command past the guard; the audits still judge it, and an
-        # arm's own binaries run in the sandbox must not look foreign to the execution audit.
-        assert sample["status"] != "error", (name, sample["reason"])
-        if exec_audit == "auto":
-            assert not [leak for leak in sample["leaks"] if leak.startswith("exec ")], (name, sample["leaks"])
+    problems = []
+    for name, (_, expected) in LEGITIMATE.items():
+        sample = samples[name]
+        call = sample["tool_calls"][0]
+        if sample["status"] != "scored" or sample["outcome"] != "pass" or call["is_error"] is not False:
+            problems.append(f"{name}: {sample['status']}/{sample['outcome']} {sample['reason']} -> {call['output'][:300]}")
+        elif expected is not None and expected not in call["output"]:
+            problems.append(f"{name}: {expected!r} not in {call['output'][:300]!r}")
+    assert not problems, "\n".join(problems)
+    if exec_audit == "auto" and sample["provenance"]["exec_audit"].startswith("on"):
+        assert samples["git-commit"]["exec_audit"]["programs"] >= 3  # the audit really watched
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_without_the_sandbox_the_same_escapes_do_harm(pytester: pytest.Pytester) -> None:
+    """The corpus checks can fail: with the sandbox off, a few of its escapes do what they try."""
+    cases = {name: _corpus_cases()[name] for name in ("writes-absolute", "network-python-socket", "reads-bench-toml")}
+    outside, hits = _corpus_bench(pytester, cases, sandbox_mode="off")
+    pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    samples = _samples(pytester)
+    assert outside.read_text() == "pwned\n"
+    assert hits.read_text().startswith("127.0.0.1:")
+    assert "ANSWER-KEY-MARKER-7f3a" in samples["reads-bench-toml"]["tool_calls"][0]["output"]
 
 
 @pytest.mark.e2e
