@@ -24,7 +24,9 @@ DB_FILE = "tracker.db"
 
 
 def pytest_benchcell_provision(trial):
-    tracker = service.start(trial.workdir / DB_FILE)
+    data = trial.workdir / "service"  # the service's own files: the answer key, hidden from the agent
+    data.mkdir()
+    tracker = service.start(data / DB_FILE)
     try:
         tracker.seed()
     except BaseException:  # also Ctrl-C: teardown would get no environment to stop
@@ -34,6 +36,7 @@ def pytest_benchcell_provision(trial):
         values={"url": tracker.url, "token": tracker.token, "port": str(tracker.port)},  # fill {url} {token} {port}
         data=tracker,
         secrets=(tracker.token, tracker.admin_token),  # redacted from everything stored
+        hidden=(data,),  # the sandbox mounts it empty for the agent's commands
     )
 
 

@@ -34,6 +34,10 @@ DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "
 # every sample say whether it ran), "required" refuses a sitting without it, "off" never runs it.
 EXEC_AUDIT_MODES = ("auto", "required", "off")
 DEFAULT_EXEC_AUDIT = "auto"
+# The sandbox (isolation/sandbox.py): the same three modes. "auto" runs every Bash command in
+# bubblewrap where it can and says so; "required" refuses a sitting without it (for published numbers).
+SANDBOX_MODES = ("auto", "required", "off")
+DEFAULT_SANDBOX = "auto"
 ARGUMENT_RULE_KEYS = ("deny_subcommands", "deny_options", "allow_urls", "value_options")
 OPTION_NAME = re.compile(r"^(-[^-\s]|--[A-Za-z0-9][A-Za-z0-9._-]*)$")
 # An allowed URL prefix: scheme://host[:port]/ (no user info; the "/" after the authority means
@@ -93,6 +97,10 @@ class Arm:
     # Per binary: the command line whose traced start-up teaches the execution audit its helpers
     # (`BINARY --version` when not declared).
     probes: Mapping[str, str] = field(default_factory=dict)
+    # Sandbox: endpoints the arm's commands may connect to ("127.0.0.1:{port}" or a URL), besides
+    # its curl allow_urls; and files or folders of the bench (absolute) its binaries need to read.
+    network: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
 
     @property
     def system_prompt_addition(self) -> str:
@@ -137,6 +145,7 @@ class Bench:
     ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
     state_policy: Mapping[str, Any] = field(default_factory=dict)  # [checker] table, for checker.StatePolicy
     exec_audit: str = DEFAULT_EXEC_AUDIT  # auto | required | off
+    sandbox: str = DEFAULT_SANDBOX  # auto | required | off
 
     @property
     def root(self) -> Path:
@@ -168,6 +177,7 @@ class Bench:
                     **({"arguments": {name: dict(rules) for name, rules in sorted(arm_def.arguments.items())}} if arm_def.arguments else {}),
                     **({"helpers": {name: sorted(progs) for name, progs in sorted(arm_def.helpers.items())}} if arm_def.helpers else {}),
                     **({"probe": dict(sorted(arm_def.probes.items()))} if arm_def.probes else {}),
+                    **({"network": list(arm_def.network)} if arm_def.network else {}),
                 },
                 "task": {"intent": task_def.intent, "tier": task_def.tier},
                 "bounds": {
@@ -358,7 +368,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
-        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit",
+        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -367,6 +377,9 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     exec_audit = bench.string("exec_audit", DEFAULT_EXEC_AUDIT)
     if exec_audit not in EXEC_AUDIT_MODES:
         bench.fail("exec_audit", exec_audit, ", ".join(f'"{mode}"' for mode in EXEC_AUDIT_MODES))
+    sandbox = bench.string("sandbox", DEFAULT_SANDBOX)
+    if sandbox not in SANDBOX_MODES:
+        bench.fail("sandbox", sandbox, ", ".join(f'"{mode}"' for mode in SANDBOX_MODES))
     if not tiers:
         bench.fail("tiers", [], "a non-empty list of tier names")
 
@@ -423,6 +436,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         ready_timeout_ms=bench.integer("ready_timeout_ms", DEFAULT_READY_TIMEOUT_MS),
         state_policy=state_policy,
         exec_audit=exec_audit,
+        sandbox=sandbox,
     )
 
 
@@ -438,7 +452,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
     arm.only(
         "tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands",
-        "guard_exempt", "arguments", "helpers", "probe",
+        "guard_exempt", "arguments", "helpers", "probe", "network", "readable",
     )  # fmt: skip
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
@@ -504,7 +518,38 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         arguments=_argument_rules(arm, binaries),
         helpers=_helpers(arm, binaries),
         probes=_probes(arm, binaries),
+        network=_network(arm),
+        readable=_readable(file, arm),
     )
+
+
+def _network(arm: _Reader) -> tuple[str, ...]:
+    """network = ["127.0.0.1:{port}", "http://127.0.0.1:{port}/"]: where the sandbox lets commands connect."""
+    from .isolation.sandbox import parse_endpoint
+
+    entries = arm.strings("network")
+    for entry in entries:
+        try:
+            parse_endpoint(PLACEHOLDER.sub("1", entry))
+        except ValueError as exc:
+            if PLACEHOLDER.search(entry):
+                continue  # "{url}": known per trial, checked when the trial starts
+            arm.fail("network", entry, f"loopback endpoints written as HOST:PORT or a URL, e.g. \"127.0.0.1:{{port}}\" ({exc})")
+    return entries
+
+
+def _readable(file: Path, arm: _Reader) -> tuple[str, ...]:
+    """readable = ["bench/tracker"]: files or folders of the bench the arm's binaries read (the
+    sandbox hides the rest of the bench folder)."""
+    paths = []
+    for entry in arm.strings("readable"):
+        path = (file.parent / entry).resolve()
+        if not path.exists():
+            arm.fail("readable", entry, "existing files or folders, relative to bench.toml")
+        if path == file.parent.resolve() or path == file.resolve():
+            arm.fail("readable", entry, "files or folders inside the bench folder other than the folder itself and bench.toml")
+        paths.append(str(path))
+    return tuple(paths)
 
 
 def _argument_rules(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, dict[str, tuple[str, ...]]]:

@@ -29,11 +29,15 @@ class Environment:
             and its MCP server definitions (for example the path of a seeded database).
     data:   anything the bench wants back in its snapshot, check and teardown hooks.
     secrets: values that must never reach the store (redacted from everything recorded).
+    hidden: files and folders the agent's commands must never read, even inside the workdir (the
+            service's data: its database is the answer key one `cat` away). The sandbox mounts
+            them empty; without the sandbox nothing enforces it.
     """
 
     values: Mapping[str, str] = field(default_factory=dict)
     data: Any = None
     secrets: tuple[str, ...] = ()
+    hidden: tuple[str | Path, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,14 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             f'{bench.path}: [bench] exec_audit = "required", but the execution audit cannot run here '
             f'({tracer.reason}): {INSTALL_HINT}; or set exec_audit = "auto"'
         )
+    from .isolation import sandbox as sandbox_module  # stdlib only
+
+    boundary = sandbox_module.sandbox_state(bench.sandbox, watches_bash=watches_bash, no_bash="no selected arm has a Bash tool")
+    if bench.sandbox == "required" and watches_bash and not boundary.available and not collect_only:
+        raise pytest.UsageError(
+            f'{bench.path}: [bench] sandbox = "required", but the sandbox cannot run here '
+            f'({boundary.reason}): {sandbox_module.INSTALL_HINT}; or set sandbox = "auto"'
+        )
     store = _store(config, bench, write=not collect_only)
     store.expect_root()
     cells = [(arm, task) for arm in arms for task in tasks]
@@ -285,6 +293,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         budget=option.bench_budget,
         probe=probe,
         exec_audit=exec_audit,
+        sandbox=boundary.describe(),
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
     state.extra["definitions"] = definitions
@@ -518,6 +527,7 @@ class SittingPlugin:
             f"benchcell: store {state.store.root / state.model_kind}, sitting {state.sitting_id}",
             *([f"benchcell: probe verdict {state.probe['verdict']}"] if state.probe else []),
             f"benchcell: execution audit {state.exec_audit}",
+            f"benchcell: sandbox {state.sandbox}",
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

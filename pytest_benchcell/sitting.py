@@ -161,5 +161,6 @@ class SittingState:
     budget: int | None = None  # cost-equivalent tokens; no new trial starts once spent
     probe: dict[str, Any] | None = None  # {"verdict", "drop", "swap"} from pytest_benchcell_probe
     exec_audit: str = ""  # "on (strace ...)" or "off (why)": shown in the header
+    sandbox: str = ""  # "on (bubblewrap ...)" or "off (why)": shown in the header
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -28,8 +28,7 @@ from typing import Any
 from . import __version__, checker, isolation
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .isolation.tool_audit import find_leaks
-from .isolation import exec_audit
-from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_state, write_roots
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .isolation.curl_rule import CurlConfinement
 from .environment import Environment, TrialInfo
@@ -56,7 +55,6 @@ REDACTED = "[redacted]"
 # Credentials of the harness itself: never stored, whatever a bench declares.
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 SCRIPTED_API_KEY = "scripted-model-key"
-GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
 
 
 @dataclass(frozen=True)
@@ -330,6 +328,7 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "scoring": definition.scoring,
             "model_kind": spec.model_kind,
             "exec_audit": exec_audit_state(bench, bench.arms[spec.arm]).describe(),
+            "sandbox": sandbox_state(bench, bench.arms[spec.arm]).describe(),
         },
         "exec_audit": None,  # what the execution audit saw, when it ran
     }
@@ -364,7 +363,6 @@ def _run_and_score(
                      fill_placeholders(arm.system_prompt_addition, values, where=where))
         if part
     )  # fmt: skip
-    env = _agent_environment(arm, values, workdir, where)
     mcp_servers = {
         server.name: {
             "type": "stdio",
@@ -379,26 +377,30 @@ def _run_and_score(
     ground_truth = _snapshot(hooks, info, environment) if task.check_state else None
     check_changes(bench, task, ground_truth)  # before the agent: a broken task spends nothing
     scripted_model = None
-    if spec.model_kind == MODEL_SCRIPTED:
-        from .scripted import ScriptedModel
-
-        steps = _call_hook(hooks.pytest_benchcell_script, trial=info, environment=environment) or []
-        scripted_model = ScriptedModel(list(steps), model_name=bench.model).start()
-        env.update(
-            ANTHROPIC_BASE_URL=scripted_model.base_url,
-            ANTHROPIC_API_KEY=SCRIPTED_API_KEY,
-            ANTHROPIC_AUTH_TOKEN="",
-            CLAUDE_CODE_OAUTH_TOKEN="",
-            CLAUDE_CODE_MAX_RETRIES="1",
-        )
+    confined: Confinement | None = None
     try:
-        roots = _write_roots(info)
+        try:
+            confined = confine(bench, arm, info, environment, values, workdir, bundled_cli(), where, require_audit=True)
+        except ConfinementError as exc:
+            raise HarnessError(str(exc)) from exc
+        sample["provenance"]["sandbox"] = confined.sandbox.describe()
+        env = confined.env
+        if spec.model_kind == MODEL_SCRIPTED:
+            from .scripted import ScriptedModel
+
+            steps = _call_hook(hooks.pytest_benchcell_script, trial=info, environment=environment) or []
+            scripted_model = ScriptedModel(list(steps), model_name=bench.model).start()
+            env.update(
+                ANTHROPIC_BASE_URL=scripted_model.base_url,
+                ANTHROPIC_API_KEY=SCRIPTED_API_KEY,
+                ANTHROPIC_AUTH_TOKEN="",
+                CLAUDE_CODE_OAUTH_TOKEN="",
+                CLAUDE_CODE_MAX_RETRIES="1",
+            )
+        # Inside the sandbox a write outside the trial's folders fails by itself (a read-only
+        # system, a private /tmp): the guard's write rule is moot there and only refuses scratch files.
+        roots = () if confined.sandboxed else write_roots(info)
         rules = arm_rules(arm, values=values, write_roots=roots)
-        audit = _exec_audit(spec, arm, workdir, sample)
-        if audit is not None:
-            env.update(audit.environment())
-        remove = removed_variables(os.environ, declared=env)
-        launcher = cli_wrapper(workdir / "claude-launcher", bundled_cli(), remove)
         request = AgentRequest(
             model=bench.model,
             system_prompt=system_prompt,
@@ -410,15 +412,18 @@ def _run_and_score(
             tools=arm.tools,
             mcp_servers=mcp_servers,
             guard=_in_band_guard(arm, values, roots),
-            cli_path=launcher,
+            cli_path=confined.cli_path,
         )
         result = agent_runner(request)
     finally:
         if scripted_model is not None:
             scripted_model.stop()
+        if confined is not None:
+            confined.close()
     _fill_measurements(sample, result)
-    exec_leaks = _exec_leaks(audit, arm, workdir, sample)
-    _score(spec, hooks, info, environment, sample, result, rules, ground_truth, exec_leaks)
+    findings = confined.findings(sample, isolation.HARMLESS_UTILITIES, bundled_cli())
+    sample["exec_audit"] = confined.exec_report
+    _score(spec, hooks, info, environment, sample, result, rules, ground_truth, findings)
 
 
 def _in_band_guard(arm: Arm, values: Mapping[str, str], roots: Sequence[str]) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:
@@ -428,50 +433,6 @@ def _in_band_guard(arm: Arm, values: Mapping[str, str], roots: Sequence[str]) ->
     if GUARD_OFF not in arm.guard_exempt:
         return decide
     return lambda tool, tool_input: (True, "") if tool == "Bash" else decide(tool, tool_input)
-
-
-def _write_roots(info: TrialInfo) -> tuple[str, ...]:
-    """Where the agent's command lines may write: its working directory and the environment's folder
-    (as given and with symlinks resolved, since either spelling may reach the agent)."""
-    folders = (str(info.agent_cwd), str(info.workdir))
-    return tuple(dict.fromkeys([*folders, *(os.path.realpath(folder) for folder in folders)]))
-
-
-def _exec_audit(spec: TrialSpec, arm: Arm, workdir: Path, sample: dict[str, Any]) -> exec_audit.ExecAudit | None:
-    """The execution audit's shell prefix for this trial, or None where it does not run."""
-    state = exec_audit_state(spec.bench, arm)
-    if not state.available:
-        if spec.bench.exec_audit == "required" and "Bash" in arm.tools:
-            raise HarnessError(f'{spec.bench.path}: [bench] exec_audit = "required", but {state.reason}: {exec_audit.INSTALL_HINT}')
-        return None
-    return exec_audit.ExecAudit(workdir / "exec-audit", state)
-
-
-def exec_audit_state(bench: Bench, arm: Arm | None = None) -> exec_audit.Tracer:
-    """Whether the execution audit runs for this bench (and arm): the tracer, or why not."""
-    watches_bash = arm is None or "Bash" in arm.tools
-    return exec_audit.audit_state(bench.exec_audit, watches_bash=watches_bash, no_bash="the arm has no Bash tool")
-
-
-def _exec_leaks(
-    audit: exec_audit.ExecAudit | None, arm: Arm, workdir: Path, sample: dict[str, Any]
-) -> list[str]:
-    """Check what every Bash command executed against the arm's execution policy."""
-    if audit is None:
-        return []
-    policy = audit.policy(
-        arm.name, arm.binaries, arm.helpers, workdir / "bin", _search_path(arm), isolation.HARMLESS_UTILITIES,
-        cli=bundled_cli(), probes=arm.probes,
-    )
-    ran = sum(1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False)
-    report = audit.report(policy, commands_ran=ran)
-    sample["exec_audit"] = report.as_dict()
-    return report.lines()
-
-
-def _search_path(arm: Arm) -> str:
-    """The PATH an arm's binaries are found on (their folders first), and that they run with."""
-    return os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
 
 
 def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:
@@ -486,36 +447,6 @@ def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:
             f"task {task.id}: {exc} ([tasks.{task.id}] changes in {bench.path} do not resolve against the "
             f"ground truth from pytest_benchcell_snapshot; checked before the agent started, no model request made)"
         ) from None
-
-
-def _agent_environment(arm: Arm, values: Mapping[str, str], workdir: Path, where: str) -> dict[str, str]:
-    """The variables the CLI and the agent's tools get on top of the few inherited ones kept."""
-    (workdir / "claude-config").mkdir()
-    (workdir / "home").mkdir()
-    no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
-    search_path = _search_path(arm)
-    try:
-        exempt = tuple(name for name in arm.guard_exempt if name != GUARD_OFF)
-        bin_dir = curated_bin(workdir / "bin", (*arm.binaries, *exempt), isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else (), search_path)
-    except HygieneError as exc:
-        raise HarnessError(f"{where}: {exc}") from exc
-    env = {
-        # An isolated config dir per trial: no user settings, skills, CLAUDE.md or MCP servers leak
-        # into an arm, and nothing is written into the user's ~/.claude.
-        "CLAUDE_CONFIG_DIR": str(workdir / "claude-config"),
-        "HOME": str(workdir / "home"),
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "NO_PROXY": no_proxy,
-        "no_proxy": no_proxy,
-        "PATH": str(bin_dir),
-        "SHELL": "/bin/bash",
-    }
-    for key, value in arm.env.items():
-        env[key] = fill_placeholders(value, values, where=where)
-    return env
 
 
 def _fill_measurements(sample: dict[str, Any], result: AgentResult) -> None:

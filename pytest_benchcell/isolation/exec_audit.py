@@ -13,9 +13,10 @@ evals the command). The prefix written here runs `strace -f -e trace=execve,...`
 directory and the environment's workdir (the only places the guard lets the agent write). strace's
 seccomp-bpf filter (`--seccomp-bpf`, used when the installed strace supports it) stops the tracee
 only at the traced calls, so the cost is a few milliseconds per command (benchmarks/exec_audit_cost.py).
-A launcher may stand between strace and the shell (`ExecAudit(launcher=...)`: a sandbox such as
-`nsenter --net=... -- bwrap ... bash -c CMD`); `--pidns-translation` makes strace print, for a fork
-inside the sandbox's own pid namespace, the child's pid as the log knows it.
+A launcher may stand between strace and the shell: the trial's sandbox, `nsenter --net=... -- bwrap
+... bash -c CMD` (isolation/sandbox.py writes that prefix around `trace_command()`; `ExecAudit(launcher=
+...)` writes one itself), its programs named in `wrappers`. `--pidns-translation` makes strace print,
+for a fork inside the sandbox's own pid namespace, the child's pid as the log knows it.
 
 What the records show. Each successful execve (path, argv) with the process that ran it; fork,
 vfork and clone give the parent. The chain of a record is the programs above it: the image its
@@ -630,16 +631,20 @@ class ExecAudit:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.prefix = folder / "shell-prefix"
         bash = self.shell
-        log = shlex.quote(str(self.logs))
-        strace = " ".join(shlex.quote(part) for part in (tracer.program, *tracer.options()))
         between = "".join(f"{shlex.quote(part)} " for part in launcher)
         self.prefix.write_text(
             f"#!{bash}\n"
             "# The execution audit (pytest-benchcell): the Claude CLI runs every Bash command as\n"
             '# `PREFIX "<wrapped command>"`; this runs it under strace, one log per command.\n'
-            f'exec {strace} -o {log}/"${{EPOCHREALTIME/[.,]/}}-$$.log" {between}{shlex.quote(bash)} -c "$1"\n'
+            f'exec {self.trace_command()} {between}{shlex.quote(bash)} -c "$1"\n'
         )
         self.prefix.chmod(0o755)
+
+    def trace_command(self) -> str:
+        """strace with its options and this command's own log (a shell fragment: the log's name is
+        computed by the prefix's shell, one per command)."""
+        strace = " ".join(shlex.quote(part) for part in (self.tracer.program, *self.tracer.options()))
+        return f'{strace} -o {shlex.quote(str(self.logs))}/"${{EPOCHREALTIME/[.,]/}}-$$.log"'
 
     def environment(self) -> dict[str, str]:
         return {"CLAUDE_CODE_SHELL_PREFIX": str(self.prefix)}

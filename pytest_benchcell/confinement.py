@@ -1,0 +1,247 @@
+"""A trial's confinement: everything that keeps the agent to its arm, built in one place.
+
+trial.py asks for one `Confinement` after provisioning and gets the CLI's environment and launcher;
+after the run it asks what the confinement saw. Inside it, from the outside in:
+- the curated PATH folder and the CLI launcher that drops inherited variables (isolation/hygiene.py);
+- the shell prefix every Bash command runs through: credentials dropped, the execution audit's
+  strace (isolation/exec_audit.py), and the sandbox (isolation/sandbox.py) with the trial's network
+  namespace;
+- the execution audit's verdict, and whether the sandbox held for the whole trial.
+Knows nothing of pytest or the SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import isolation
+from .config import Arm, Bench, BenchConfigError, fill_placeholders
+from .environment import Environment, TrialInfo
+from .isolation import exec_audit, sandbox
+from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+
+GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
+
+
+class ConfinementError(Exception):
+    """The arm cannot be confined as declared here (recorded as a harness error)."""
+
+
+def exec_audit_state(bench: Bench, arm: Arm | None = None) -> exec_audit.Tracer:
+    """Whether the execution audit runs for this bench (and arm): the tracer, or why not."""
+    watches_bash = arm is None or "Bash" in arm.tools
+    return exec_audit.audit_state(bench.exec_audit, watches_bash=watches_bash, no_bash="the arm has no Bash tool")
+
+
+def sandbox_state(bench: Bench, arm: Arm | None = None) -> sandbox.SandboxTool:
+    """Whether the sandbox runs for this bench (and arm): the tool, or why not."""
+    watches_bash = arm is None or "Bash" in arm.tools
+    return sandbox.sandbox_state(bench.sandbox, watches_bash=watches_bash, no_bash="the arm has no Bash tool")
+
+
+def search_path(arm: Arm) -> str:
+    """The PATH an arm's binaries are found on (their folders first), and that they run with."""
+    return os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
+
+
+def write_roots(info: TrialInfo) -> tuple[str, ...]:
+    """Where the agent's command lines may write: its working directory and the environment's folder
+    (as given and with symlinks resolved, since either spelling may reach the agent)."""
+    folders = (str(info.agent_cwd), str(info.workdir))
+    return tuple(dict.fromkeys([*folders, *(os.path.realpath(folder) for folder in folders)]))
+
+
+@dataclass
+class Confinement:
+    arm: Arm
+    folder: Path  # the trial's own folder (holds bin/, the prefix, the audit's logs...)
+    env: dict[str, str]  # what the CLI gets on top of the few inherited variables it keeps
+    cli_path: Path  # the launcher of the CLI
+    audit: exec_audit.ExecAudit | None
+    sandbox: sandbox.SandboxTool
+    network: sandbox.TrialNetwork | None = None
+    endpoints: tuple[sandbox.Endpoint, ...] = ()
+    network_held: bool = True  # the network namespace was still there when the run ended
+    exec_report: dict[str, Any] | None = None  # what the execution audit saw (the sample's exec_audit)
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether the trial's Bash commands run in the sandbox."""
+        return self.network is not None
+
+    def describe(self) -> dict[str, Any]:
+        """What the sample records of the sandbox (`provenance.sandbox` holds the one-line state)."""
+        return {"endpoints": [str(endpoint) for endpoint in self.endpoints]} if self.network else {}
+
+    def findings(self, sample: Mapping[str, Any], harmless: Sequence[str], cli: str) -> list[str]:
+        """After the run: what the execution audit found, and whether the sandbox held throughout."""
+        lines: list[str] = []
+        if self.network is not None and not self.network_held:
+            lines.append(
+                "sandbox: the trial's network namespace ended while the trial ran, so its commands may "
+                "have run outside it"
+            )
+        if self.audit is not None:
+            policy = self.audit.policy(
+                self.arm.name, self.arm.binaries, self.arm.helpers, self.folder / "bin", search_path(self.arm),
+                harmless, cli=cli, probes=self.arm.probes,
+            )
+            ran = sum(
+                1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False
+            )
+            report = self.audit.report(policy, commands_ran=ran)
+            self.exec_report = report.as_dict()
+            lines += report.lines()
+        return lines
+
+    def close(self) -> None:
+        """Stop the trial's network namespace (noting first whether it lasted the whole run)."""
+        if self.network is not None:
+            self.network_held = self.network_held and self.network.alive()
+            self.network.stop()
+
+
+def confine(
+    bench: Bench,
+    arm: Arm,
+    info: TrialInfo,
+    environment: Environment,
+    values: Mapping[str, str],
+    folder: Path,
+    cli: str,
+    where: str,
+    *,
+    require_audit: bool,
+) -> Confinement:
+    """Build the trial's confinement (raises ConfinementError with the reason)."""
+    env = _agent_environment(arm, values, folder, where)
+    tracer = exec_audit_state(bench, arm)
+    if not tracer.available and bench.exec_audit == "required" and "Bash" in arm.tools and require_audit:
+        raise ConfinementError(f'{bench.path}: [bench] exec_audit = "required", but {tracer.reason}: {exec_audit.INSTALL_HINT}')
+    tool = sandbox_state(bench, arm)
+    if not tool.available and bench.sandbox == "required" and "Bash" in arm.tools:
+        raise ConfinementError(f'{bench.path}: [bench] sandbox = "required", but {tool.reason}: {sandbox.INSTALL_HINT}')
+    # The sandbox's launchers run between strace and the command's shell: the audit allows them there.
+    launchers = (tool.nsenter, tool.bwrap) if tool.available else ()
+    audit = exec_audit.ExecAudit(folder / "exec-audit", tracer, wrappers=launchers) if tracer.available else None
+    confinement = Confinement(arm, folder, env, folder / "claude-launcher", audit, tool)
+    plan = None
+    if tool.available:
+        confinement.endpoints = _endpoints(arm, values, where)
+        plan = _plan(bench, arm, info, environment, folder, env)
+        try:
+            confinement.network = sandbox.TrialNetwork(tool, folder / "network", confinement.endpoints).start()
+        except (sandbox.SandboxError, OSError) as exc:
+            raise ConfinementError(f"the sandbox could not start: {exc}") from exc
+    if "Bash" in arm.tools:
+        prefix = sandbox.write_prefix(
+            folder / "shell-prefix",
+            tool,
+            plan,
+            confinement.network,
+            trace=audit.trace_command() if audit else "",
+            shell=audit.shell if audit else "/bin/bash",
+        )
+        env["CLAUDE_CODE_SHELL_PREFIX"] = str(prefix)
+    confinement.cli_path = cli_wrapper(folder / "claude-launcher", cli, removed_variables(os.environ, declared=env))
+    return confinement
+
+
+def _endpoints(arm: Arm, values: Mapping[str, str], where: str) -> tuple[sandbox.Endpoint, ...]:
+    """Where the arm's commands may connect: its `network` entries and its curl allow_urls."""
+    declared = [*arm.network, *arm.arguments.get("curl", {}).get("allow_urls", ())]
+    endpoints = []
+    for text in declared:
+        try:
+            filled = fill_placeholders(text, values, where=where)
+        except BenchConfigError as exc:
+            raise ConfinementError(str(exc)) from exc
+        try:
+            endpoints.append(sandbox.parse_endpoint(filled))
+        except ValueError as exc:
+            raise ConfinementError(f"{where}: network endpoint {filled!r}: {exc}") from None
+    return tuple(sorted(set(endpoints)))
+
+
+def _harness_package() -> str:
+    return str(Path(__file__).resolve().parent)
+
+
+def _plan(
+    bench: Bench, arm: Arm, info: TrialInfo, environment: Environment, folder: Path, env: Mapping[str, str]
+) -> sandbox.SandboxPlan:
+    """What the trial's commands may see (see isolation/sandbox.py for the rules)."""
+    snapshots = folder / "claude-config" / "shell-snapshots"
+    snapshots.mkdir(parents=True, exist_ok=True)  # the CLI writes it; it must exist to be mounted
+    declared_hidden = [os.path.realpath(str(path)) for path in getattr(environment, "hidden", ())]
+    root = os.path.realpath(bench.root)
+    never = [os.path.realpath(bench.path), os.path.join(root, "conftest.py"), str(bench.store), *declared_hidden]
+    hidden = [
+        root,
+        str(bench.store),
+        _harness_package(),
+        os.path.realpath(tempfile.gettempdir()),
+        os.path.realpath(folder),
+        *sandbox.home_credentials(),
+        *never,
+    ]
+    readable = [str(folder / "bin"), str(snapshots), *arm.path, *arm.readable]
+    if arm.skill_path:
+        readable.append(os.path.realpath(bench.root / arm.skill_path))
+    binaries_path = search_path(arm)
+    for name in arm.binaries:
+        found = shutil.which(name, path=binaries_path)
+        if found:
+            readable.append(os.path.realpath(found))
+    # The Python the harness runs (a venv inside the project is common): scripts of the arm and the
+    # CLI's own search tools (its executable lives in the SDK's package) need it.
+    for prefix in {sys.prefix, sys.exec_prefix, sys.base_prefix}:
+        readable.append(os.path.realpath(prefix))
+    writable = [os.path.realpath(info.agent_cwd), os.path.realpath(info.workdir)]
+    return sandbox.SandboxPlan(
+        writable=tuple(writable),
+        readable=tuple(readable),
+        hidden=tuple(hidden),
+        home=env["HOME"],
+        never=tuple(never + [_harness_package()]),
+    )
+
+
+def _agent_environment(arm: Arm, values: Mapping[str, str], folder: Path, where: str) -> dict[str, str]:
+    """The variables the CLI and the agent's tools get on top of the few inherited ones kept."""
+    (folder / "claude-config").mkdir(exist_ok=True)
+    (folder / "home").mkdir(exist_ok=True)
+    no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
+    try:
+        exempt = tuple(name for name in arm.guard_exempt if name != GUARD_OFF)
+        harmless = isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else ()
+        bin_dir = curated_bin(folder / "bin", (*arm.binaries, *exempt), harmless, search_path(arm))
+    except HygieneError as exc:
+        raise ConfinementError(f"{where}: {exc}") from exc
+    env = {
+        # An isolated config dir per trial: no user settings, skills, CLAUDE.md or MCP servers leak
+        # into an arm, and nothing is written into the user's ~/.claude.
+        "CLAUDE_CONFIG_DIR": str(folder / "claude-config"),
+        "HOME": str(folder / "home"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+        "PATH": str(bin_dir),
+        "SHELL": "/bin/bash",
+    }
+    for key, value in arm.env.items():
+        try:
+            env[key] = fill_placeholders(value, values, where=where)
+        except BenchConfigError as exc:
+            raise ConfinementError(str(exc)) from exc
+    return env

@@ -1,0 +1,449 @@
+"""The sandbox: every Bash command of a trial in bubblewrap (isolation/sandbox.py, confinement.py).
+
+Unit tests cover the pure parts (endpoints, the order of mounts, the prefix). The rest runs the real
+bubblewrap, and end to end the real CLI against the scripted model with the in-band guard off
+(guard_exempt = ["*"]), one evasion per trial from tests/data/sandbox_corpus.toml: what is judged is
+what happened (files outside, connections to decoys, markers of the answer key in anything stored),
+not what the agent typed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pytest_benchcell.isolation import sandbox
+from pytest_benchcell.isolation.sandbox import Endpoint, SandboxPlan, bwrap_arguments, parse_endpoint
+
+TOOL = sandbox.find_sandbox()
+needs_sandbox = pytest.mark.skipif(not TOOL.available, reason=f"the sandbox cannot run here: {TOOL.reason}")
+CORPUS = tomllib.loads((Path(__file__).parent / "data" / "sandbox_corpus.toml").read_text())
+
+
+# --- endpoints ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "endpoint"),
+    [
+        ("127.0.0.1:8080", Endpoint("127.0.0.1", 8080)),
+        ("localhost:9", Endpoint("127.0.0.1", 9)),
+        ("http://127.0.0.1:8080/api", Endpoint("127.0.0.1", 8080)),
+        ("http://127.0.0.2/", Endpoint("127.0.0.2", 80)),
+        ("https://localhost/x", Endpoint("127.0.0.1", 443)),
+    ],
+)
+def test_endpoints_are_read_from_host_port_or_url(text: str, endpoint: Endpoint) -> None:
+    assert parse_endpoint(text) == endpoint
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("10.0.0.1:80", "not a loopback address"),
+        ("example.com:443", "not a loopback address"),
+        ("127.0.0.1", "not a number"),
+        ("127.0.0.1:0", "not a number from 1"),
+        ("127.0.0.1:70000", "not a number from 1"),
+        ("http://u@127.0.0.1:80/", "no user@ part"),
+        ("127.0.0.300:80", "not a loopback address"),
+    ],
+)
+def test_endpoints_elsewhere_are_refused_with_the_reason(text: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        parse_endpoint(text)
+
+
+# --- the mounts -----------------------------------------------------------------------------
+
+
+def test_mounts_hide_first_then_show_then_write_then_hide_again(tmp_path: Path) -> None:
+    for name in ("bench/bin", "bench/tracker", "trial/cwd", "trial/environment/service", "trial/home"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "bench" / "bench.toml").write_text("x")
+    plan = SandboxPlan(
+        writable=(str(tmp_path / "trial/cwd"), str(tmp_path / "trial/environment")),
+        readable=(str(tmp_path / "bench/bin"), str(tmp_path / "bench/tracker"), str(tmp_path / "missing")),
+        hidden=(str(tmp_path / "bench"), str(tmp_path / "trial")),
+        home=str(tmp_path / "trial/home"),
+        never=(str(tmp_path / "bench/bench.toml"), str(tmp_path / "trial/environment/service")),
+    )
+    args = bwrap_arguments(plan)
+
+    def at(*words: str) -> int:
+        for i in range(len(args) - len(words) + 1):
+            if tuple(args[i : i + len(words)]) == words:
+                return i
+        raise AssertionError(f"{words} not in {args}")
+
+    hide_bench = at("--tmpfs", str(tmp_path / "bench"))
+    show_bin = at("--ro-bind", str(tmp_path / "bench/bin"), str(tmp_path / "bench/bin"))
+    write_cwd = at("--bind", str(tmp_path / "trial/cwd"), str(tmp_path / "trial/cwd"))
+    hide_service = at("--tmpfs", str(tmp_path / "trial/environment/service"))
+    hide_toml = at("--ro-bind", "/dev/null", str(tmp_path / "bench/bench.toml"))
+    assert at("--ro-bind", "/", "/") < hide_bench < show_bin < write_cwd < hide_service
+    assert show_bin < hide_toml
+    assert str(tmp_path / "missing") not in args  # nothing to show: bwrap would fail on it
+    assert "--unshare-pid" in args and "--new-session" in args and "--die-with-parent" in args
+
+
+def test_the_prefix_drops_credentials_even_without_the_sandbox(tmp_path: Path) -> None:
+    prefix = sandbox.write_prefix(tmp_path / "prefix", None, None, None)
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-harness-1234", "CLAUDE_CODE_OAUTH_TOKEN": "oauth-5678", "KEEP": "yes"}
+    out = subprocess.run([str(prefix), "env"], env=env, capture_output=True, text=True, check=True).stdout
+    assert "sk-harness-1234" not in out and "oauth-5678" not in out
+    assert "KEEP=yes" in out
+
+
+# --- the real bubblewrap ----------------------------------------------------------------------
+
+
+class Listener:
+    """A TCP listener on a loopback address that records every connection it accepts."""
+
+    def __init__(self, host: str, port: int = 0, reply: bytes = b"") -> None:
+        self.sock = socket.create_server((host, port))
+        self.host, self.port = host, self.sock.getsockname()[1]
+        self.hits: list[str] = []
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits.append(f"{self.host}:{self.port}")
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(4096)
+                    conn.sendall(self.reply)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+HTTP_OK = b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nservice"
+
+
+@needs_sandbox
+def test_a_command_reaches_its_endpoint_and_nothing_else(tmp_path: Path) -> None:
+    service = Listener("127.0.0.1", reply=HTTP_OK)
+    decoys = [Listener("127.0.0.1"), Listener("127.0.0.2", service.port), Listener("127.0.0.2")]
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "key.txt").write_text("ANSWER")
+    network = sandbox.TrialNetwork(TOOL, tmp_path / "net", [Endpoint("127.0.0.1", service.port)]).start()
+    try:
+        plan = SandboxPlan(
+            writable=(str(tmp_path / "cwd"),), readable=(), hidden=(str(tmp_path / "secret"),), home=""
+        )
+        prefix = sandbox.write_prefix(tmp_path / "prefix", TOOL, plan, network)
+        python = shutil.which("python3") or sys.executable
+        script = "; ".join(
+            [
+                f"{python} -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{service.port}/', timeout=3).read())\"",
+                *(
+                    f"{python} -c \"import socket; socket.create_connection(('{d.host}', {d.port}), 2)\" 2>/dev/null "
+                    f"&& echo REACHED-{d.host}-{d.port}"
+                    for d in decoys
+                ),
+                f"cat {tmp_path}/secret/key.txt 2>/dev/null || echo hidden",
+                "echo x > /etc/benchcell-test 2>/dev/null || echo read-only",
+                f"echo ok > {tmp_path}/cwd/made && echo wrote",
+                "ls /proc | grep -c '^[0-9]'",
+            ]
+        )
+        done = subprocess.run([str(prefix), script], cwd=tmp_path / "cwd", capture_output=True, text=True, timeout=60)
+    finally:
+        network.stop()
+        for listener in (service, *decoys):
+            listener.close()
+    out = done.stdout
+    assert "b'service'" in out, done.stderr
+    assert "REACHED" not in out and all(not d.hits for d in decoys)
+    assert "hidden" in out and "ANSWER" not in out
+    assert "read-only" in out and not Path("/etc/benchcell-test").exists()
+    assert "wrote" in out and (tmp_path / "cwd" / "made").read_text() == "ok\n"
+    assert int(out.split()[-1]) <= 6  # bwrap, bash and the command's own processes only
+    assert not network.alive()
+
+
+@needs_sandbox
+def test_the_network_namespace_is_stopped_with_its_relays(tmp_path: Path) -> None:
+    service = Listener("127.0.0.1", reply=HTTP_OK)
+    network = sandbox.TrialNetwork(TOOL, tmp_path / "net", [Endpoint("127.0.0.1", service.port)]).start()
+    pids = [network.child_pid, *(p.pid for p in network.outside)]
+    assert network.alive()
+    network.stop()
+    service.close()
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+# --- end to end: the corpus through the real CLI --------------------------------------------
+
+CORPUS_BENCH = """
+[bench]
+name = "escape"
+model = "claude-sonnet-4-5"
+store = "results"
+trials = 1
+turn_cap = 4
+wall_clock_ms = 60000
+exec_audit = "{exec_audit}"
+sandbox = "{sandbox}"
+base_prompt = "Work in the folder."
+# ANSWER-KEY-MARKER-7f3a: the answer key is in this file
+
+[arms.shell]
+tools = ["Bash"]
+binaries = ["curl", "python3", "tar", "ln", "mkdir", "cp", "find", "sed", "awk", "sh", "xargs", "dirname", "basename",
+            "rm", "sqlite3", "make", "npm"]
+guard_exempt = ["*"]
+bootstrap = "A shell."
+network = ["127.0.0.1:{{port}}"]
+env = {{ SERVICE_URL = "http://127.0.0.1:{{port}}/" }}
+
+# Ordinary work with the guard on: what real arms look like.
+[arms.work]
+tools = ["Bash"]
+binaries = ["curl", "python3", "tar", "mkdir", "cp", "git", "awk", "sqlite3", "make", "npm", "tool"]
+path = ["bin"]
+bootstrap = "A shell."
+network = ["127.0.0.1:{{port}}"]
+env = {{ SERVICE_URL = "http://127.0.0.1:{{port}}/" }}
+"""
+
+# A CLI that is a shell wrapper over the python on PATH (here a version manager's shim).
+WRAPPER_TOOL = """#!/bin/sh
+here=$(dirname "$(readlink -f "$0")")
+exec python3 -c 'import sys; print("tool ok from", sys.argv[1])' "$here"
+"""
+
+CORPUS_CONFTEST = '''
+# CONFTEST-MARKER-91c2: the bench's hooks
+import socket, threading
+from pathlib import Path
+from pytest_benchcell import Environment
+from pytest_benchcell.scripted import Answer, ToolUse
+
+CASES = {cases!r}
+OUTSIDE = {outside!r}
+HITS = {hits!r}
+SERVICE_REPLY = b"HTTP/1.0 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nservice"
+
+
+def _listen(host, port, reply, record):
+    sock = socket.create_server((host, port))
+    def serve():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            if record:
+                with open(HITS, "a") as log:
+                    log.write(f"{{host}}:{{port}}\\n")
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(4096)
+                    conn.sendall(reply)
+                except OSError:
+                    pass
+    threading.Thread(target=serve, daemon=True).start()
+    return sock
+
+
+def pytest_benchcell_provision(trial):
+    service = _listen("127.0.0.1", 0, SERVICE_REPLY, False)
+    port = service.getsockname()[1]
+    decoy = _listen("127.0.0.1", 0, b"decoy", True)
+    others = [_listen("127.0.0.2", port, b"decoy", True), _listen("127.0.0.2", decoy.getsockname()[1], b"decoy", True)]
+    data = trial.workdir / "service"
+    data.mkdir()
+    (data / "data.txt").write_text("SERVICE-DATA-MARKER-55d1")
+    return Environment(
+        values={{"port": str(port), "decoy": str(decoy.getsockname()[1])}},
+        data=[service, decoy, *others],
+        hidden=(data,),
+    )
+
+
+def pytest_benchcell_teardown(trial, environment):
+    for sock in environment.data:
+        sock.close()
+
+
+def pytest_benchcell_script(trial, environment):
+    root = Path(__file__).parent
+    values = dict(environment.values, root=str(root), store=str(root / "results"), outside=OUTSIDE,
+                  workdir=str(trial.workdir), service=str(trial.workdir / "service"))
+    return [ToolUse("Bash", {{"command": CASES[trial.task].format(**values)}}), Answer("done")]
+'''
+
+MARKERS = ("ANSWER-KEY-MARKER-7f3a", "CONFTEST-MARKER-91c2", "SERVICE-DATA-MARKER-55d1", "STORE-MARKER-0b7e")
+CREDENTIALS = ("scripted-model-key", "s c r i p t e d", "MESSAGING_TOKEN=")
+
+
+def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str], *, sandbox_mode: str = "auto", exec_audit: str = "off") -> tuple[Path, Path]:
+    outside_dir = Path(tempfile.mkdtemp(prefix="benchcell-outside-", dir="/var/tmp"))
+    outside = outside_dir / "pwned.txt"
+    hits = pytester.path / "decoy-hits.log"
+    tasks = "".join(f'\n[tasks.{name}]\ntier = "read"\nintent = "Do it."\nrequired_facts = ["done"]\n' for name in cases)
+    pytester.makefile(".toml", bench=CORPUS_BENCH.format(sandbox=sandbox_mode, exec_audit=exec_audit) + tasks)
+    pytester.makeconftest(CORPUS_CONFTEST.format(cases=cases, outside=str(outside), hits=str(hits)))
+    (pytester.path / "bin").mkdir()
+    (pytester.path / "bin" / "tool").write_text(WRAPPER_TOOL)
+    (pytester.path / "bin" / "tool").chmod(0o755)
+    # An earlier sample in the store: what the agent must not read back.
+    folder = pytester.path / "results" / "scripted" / "shell"
+    folder.mkdir(parents=True)
+    (folder / "old.jsonl").write_text(json.dumps({"final_answer": "STORE-MARKER-0b7e"}) + "\n")
+    return outside, hits
+
+
+def _samples(pytester: pytest.Pytester, arm: str = "shell") -> dict[str, dict]:
+    samples = {}
+    for path in (pytester.path / "results" / "scripted" / arm).glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            sample = json.loads(line)
+            if "task" in sample:
+                samples[sample["task"]] = sample
+    return samples
+
+
+def _corpus_cases() -> dict[str, str]:
+    return {f"{group}-{name}": command for group, cases in CORPUS.items() for name, command in cases.items()}
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_every_escape_of_the_corpus_is_made_harmless(pytester: pytest.Pytester) -> None:
+    cases = _corpus_cases()
+    outside, hits = _corpus_bench(pytester, cases)
+    bench_before = (pytester.path / "bench.toml").read_text()
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["benchcell: sandbox on (bubblewrap *"])
+    samples = _samples(pytester)
+    assert set(samples) == set(cases), result.stdout.str()[-3000:]
+    problems = []
+    for name, sample in sorted(samples.items()):
+        assert sample["provenance"]["sandbox"].startswith("on ("), sample["provenance"]
+        text = json.dumps(sample)
+        if sample["status"] == "error":
+            problems.append(f"{name}: harness error {sample['reason']}")
+        problems += [f"{name}: {marker} reached the store" for marker in MARKERS if marker in text]
+        problems += [f"{name}: credential {secret!r} reached the store" for secret in CREDENTIALS if secret in text]
+        ran = [call for call in sample["tool_calls"] if call["tool"] == "Bash"]
+        if not ran or ran[0]["allowed"] is not True:
+            problems.append(f"{name}: the command did not run ({ran})")
+    assert not outside.exists(), f"a write reached {outside}: {outside.read_text()}"
+    assert not hits.exists(), f"decoys were reached: {hits.read_text()}"
+    assert (pytester.path / "bench.toml").read_text() == bench_before
+    assert not problems, "\n".join(problems)
+
+
+LEGITIMATE = {
+    "service-curl": ('curl -s "$SERVICE_URL"', "service"),
+    "service-python": ("python3 -c 'import os, urllib.request as u; print(u.urlopen(os.environ[\"SERVICE_URL\"]).read())'", "b'service'"),
+    "write-here": ("mkdir -p out && echo hello > out/a.txt && cp out/a.txt b.txt && tar cf x.tar out && tar tf x.tar", "out/a.txt"),
+    "cd-persists": ("mkdir -p deep/er && cd deep/er", None),
+    "git-commit": ("git init -q r && cd r && echo a > f && git add f && git -c user.name=a -c user.email=a@b.c commit -qm first && git log --oneline | wc -l", "1"),
+    "awk": ("printf '1\\n2\\n' | awk '{{ s += $1 }} END {{ print s }}'", "3"),
+    "sqlite3": ("sqlite3 shop.db 'create table t(a); insert into t values (1); select count(*) from t;'", "1"),
+    "make": ("printf 'all:\\n\\t@echo built\\n' > Makefile && make", "built"),
+    "npm": ("npm init -y >/dev/null && npm pkg get name", "cwd"),
+    "shim-python": ("python3 -c 'print(6 * 7)'", "42"),
+    "wrapper-cli": ("tool", "tool ok from"),
+}
+
+
+@pytest.mark.e2e
+@needs_sandbox
+@pytest.mark.parametrize("exec_audit", ["off", "auto"])
+def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exec_audit: str) -> None:
+    _corpus_bench(pytester, {name: command for name, (command, _) in LEGITIMATE.items()}, exec_audit=exec_audit)
+    result = pytester.runpytest("--bench-arm", "work", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    samples = _samples(pytester, "work")
+    assert set(samples) == set(LEGITIMATE), result.stdout.str()[-3000:]
+    problems = []
+    for name, (_, expected) in LEGITIMATE.items():
+        sample = samples[name]
+        call = sample["tool_calls"][0]
+        if sample["status"] != "scored" or sample["outcome"] != "pass" or call["is_error"] is not False:
+            problems.append(f"{name}: {sample['status']}/{sample['outcome']} {sample['reason']} -> {call['output'][:300]}")
+        elif expected is not None and expected not in call["output"]:
+            problems.append(f"{name}: {expected!r} not in {call['output'][:300]!r}")
+    assert not problems, "\n".join(problems)
+    if exec_audit == "auto" and sample["provenance"]["exec_audit"].startswith("on"):
+        assert samples["git-commit"]["exec_audit"]["programs"] >= 3  # the audit really watched
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_without_the_sandbox_the_same_escapes_do_harm(pytester: pytest.Pytester) -> None:
+    """The corpus checks can fail: with the sandbox off, a few of its escapes do what they try."""
+    cases = {name: _corpus_cases()[name] for name in ("writes-absolute", "network-python-socket", "reads-bench-toml")}
+    outside, hits = _corpus_bench(pytester, cases, sandbox_mode="off")
+    pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    samples = _samples(pytester)
+    assert outside.read_text() == "pwned\n"
+    assert hits.read_text().startswith("127.0.0.1:")
+    assert "ANSWER-KEY-MARKER-7f3a" in samples["reads-bench-toml"]["tool_calls"][0]["output"]
+
+
+@pytest.mark.e2e
+def test_the_sandbox_off_path_still_runs_and_says_so(pytester: pytest.Pytester) -> None:
+    cases = {"env": "env; echo done"}
+    _corpus_bench(pytester, cases, sandbox_mode="off")
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(['benchcell: sandbox off ([[]bench[]] sandbox = "off")'])
+    sample = _samples(pytester)["env"]
+    assert sample["provenance"]["sandbox"] == 'off ([bench] sandbox = "off")'
+    output = sample["tool_calls"][0]["output"]
+    assert output.endswith("done")
+    assert "scripted-model-key" not in output and "ANTHROPIC_API_KEY" not in output  # the prefix still drops them
+
+
+def test_a_required_sandbox_that_cannot_run_refuses_the_sitting(pytester: pytest.Pytester) -> None:
+    _corpus_bench(pytester, {"env": "env"}, sandbox_mode="required")
+    bin_dir = pytester.path / "nobwrap"
+    bin_dir.mkdir()
+    for name in ("python3", "strace", "nsenter"):  # a PATH without bubblewrap and socat
+        found = shutil.which(name)
+        if found:
+            (bin_dir / name).symlink_to(found)
+    pytester._monkeypatch.setenv("PATH", str(bin_dir))
+    result = pytester.runpytest_subprocess("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(['*[[]bench[]] sandbox = "required", but the sandbox cannot run here (bwrap and socat not installed): install bubblewrap*'])
+    assert not (pytester.path / "results" / "scripted" / "shell" / "env.jsonl").exists()
+
+
+def test_sandbox_mode_and_arm_network_are_checked_at_load(pytester: pytest.Pytester) -> None:
+    _corpus_bench(pytester, {"env": "env"}, sandbox_mode="always")
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(['*[[]bench[]] sandbox has value *always*; allowed: "auto", "required", "off"*'])
+    text = (pytester.path / "bench.toml").read_text().replace('sandbox = "always"', 'sandbox = "auto"')
+    (pytester.path / "bench.toml").write_text(text.replace('network = ["127.0.0.1:{port}"]', 'network = ["10.1.2.3:80"]'))
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]arms.shell[]] network has value '10.1.2.3:80'; allowed: loopback endpoints*"])
