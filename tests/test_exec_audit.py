@@ -30,9 +30,11 @@ from pytest_benchcell.isolation.exec_audit import (
     parse_strace_log,
 )
 from pytest_benchcell.isolation.hygiene import curated_bin
+from pytest_benchcell.isolation.sandbox import find_sandbox
 from pytest_benchcell.isolation.catalog import HARMLESS_UTILITIES
 
 TRACER = find_tracer()
+SANDBOX_TOOL = find_sandbox()
 needs_strace = pytest.mark.skipif(not TRACER.available, reason=f"the execution audit cannot run here: {TRACER.reason}")
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -483,6 +485,7 @@ store = "results"
 trials = 1
 turn_cap = 30
 wall_clock_ms = 60000
+sandbox = "off"               # the audit alone: what it must catch where the sandbox does not run
 
 [arms.git]                    # the guard knows git's launchers
 tools = ["Bash"]
@@ -519,7 +522,9 @@ intent = "Do the work."
 required_facts = ["done"]
 """
 
-SNAPSHOT = '"$(ls $CLAUDE_CONFIG_DIR/shell-snapshots/*)"'  # the CLI's shell snapshot, sourced before every command
+# The CLI's shell snapshot, sourced before every command (the prefix unsets CLAUDE_CONFIG_DIR, but
+# the trial's folder holds the agent's working directory, the CLI's config and the audit's logs).
+SNAPSHOT = '"$(ls ../claude-config/shell-snapshots/*)"'
 GIT_RULE_CASES = {  # refused by the arm's argument rule for git
     "alias": "git -c alias.z='!touch pwned-alias' z",
     "config": "git config alias.x '!touch pwned-config'",
@@ -531,8 +536,8 @@ BUILT_IN_CASES = {  # refused by the guard's own rules (variables naming program
     "extdiff": "GIT_EXTERNAL_DIFF='touch pwned-extdiff' git --no-pager diff",
     "uniq": f"printf '/usr/bin/touch pwned-uniq\\n' > payload.txt && uniq payload.txt {SNAPSHOT}",
 }
-# Truncate every log of the execution audit (the prefix's path is in the environment).
-TAMPER = 'for f in $(dirname $CLAUDE_CODE_SHELL_PREFIX)/logs/*.log; do : > "$f"; done'
+# Truncate every log of the execution audit (next to the agent's working directory).
+TAMPER = 'for f in ../exec-audit/logs/*.log; do : > "$f"; done'
 LEGIT = [
     "greet world | tr a-z A-Z | wc -c",
     "for name in a b; do greet \"$name\"; done | sort | uniq -c",
@@ -676,8 +681,14 @@ def test_truncated_logs_make_the_trial_invalid(bench: pytest.Pytester) -> None:
 
 
 @e2e_with_git
-def test_legitimate_commands_stay_valid_under_the_execution_audit(bench: pytest.Pytester) -> None:
+@pytest.mark.parametrize("sandbox", ["off", "required"])
+def test_legitimate_commands_stay_valid_under_the_execution_audit(bench: pytest.Pytester, sandbox: str) -> None:
+    if sandbox == "required" and not SANDBOX_TOOL.available:
+        pytest.skip(f"the sandbox cannot run here: {SANDBOX_TOOL.reason}")
+    bench.makefile(".toml", bench=textwrap.dedent(BENCH).replace('sandbox = "off"', f'sandbox = "{sandbox}"'))
     result, sample = run(bench, "legit")
+    # In the sandbox, strace's log starts with its launchers (nsenter, bwrap), the harness's own.
+    assert sample["provenance"]["sandbox"].startswith("on" if sandbox == "required" else "off")
     result.assert_outcomes(passed=1)
     audit = sample["exec_audit"]
     assert audit["leaks"] == [] and audit["commands"] == len(LEGIT)
