@@ -435,7 +435,7 @@ def check_records(records: Sequence[ExecRecord], policy: ExecPolicy) -> list[Exe
         verdict = _judge(record, records, policy, allowed_as)
         if verdict.startswith("!"):
             leaked.add(record.index)
-            leaks.append(_leak(record, records, verdict[1:]))
+            leaks.append(_leak(record, records, verdict[1:], policy))
         else:
             allowed_as[record.index] = verdict
     return leaks
@@ -533,8 +533,13 @@ def _chain(record: ExecRecord, records: Sequence[ExecRecord]) -> list[ExecRecord
     return chain
 
 
-def _leak(record: ExecRecord, records: Sequence[ExecRecord], reason: str) -> ExecLeak:
-    chain = tuple((above.path, _display_argv(above.argv)) for above in _chain(record, records))
+def _leak(record: ExecRecord, records: Sequence[ExecRecord], reason: str, policy: ExecPolicy) -> ExecLeak:
+    # The chain ends at the command's shell: the sandbox's launchers above it are the harness's own.
+    chain = tuple(
+        (above.path, _display_argv(above.argv))
+        for above in _chain(record, records)
+        if not (_real(above.path) in policy.wrappers and _under_wrappers_only(_chain(above, records), policy))
+    )
     return ExecLeak(record.path, record.argv, chain, reason + (" (argv cut short by strace)" if record.truncated else ""))
 
 
