@@ -83,6 +83,26 @@ ARMS: dict[str, ArmRules] = {
     "mcp": ArmRules(
         arm="mcp", binaries=frozenset(), builtin_tools=frozenset(), mcp_servers=frozenset({"tracker"})
     ),
+    "build": ArmRules(
+        arm="build",
+        binaries=frozenset({"make", "tar", "npm"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        argument_rules=(
+            ArgumentRule("tar", deny_options=("-C", "--directory")),
+            ArgumentRule("npm", deny_subcommands=("outdated", "exec", "install-test")),
+        ),
+        write_roots=ROOTS,
+    ),
+    "api": ArmRules(
+        arm="api",
+        binaries=frozenset({"curl"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        argument_rules=(ArgumentRule("curl", deny_options=("-K", "--config"), allow_urls=("http://127.0.0.1:3000/",)),),
+        write_roots=ROOTS,
+        variables={"SERVICE_URL": "http://127.0.0.1:3000", "TOKEN": "tok"},
+    ),
 }
 
 
