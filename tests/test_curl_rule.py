@@ -108,7 +108,7 @@ def test_the_fixed_variables_and_the_proxy_variables_are_protected():
 RULES = isolation.ArmRules(
     arm="raw-api", binaries=frozenset({"curl"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset(),
     argument_rules=(isolation.ArgumentRule("curl", allow_urls=(BASE + "/",)),),
-    curl=CONFINED, fixed_variables=CONFINED.protected_variables,
+    variables=CONFINED.variables, fixed_variables=CONFINED.protected_variables,
 )  # fmt: skip
 
 
