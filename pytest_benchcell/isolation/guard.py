@@ -104,6 +104,9 @@ def check_bash_command(command: str, rules: ArmRules) -> Decision:
             return Decision(False, reason)
     if findings.refusals:
         return Decision(False, findings.refusals[0])
+    reason = checker.devices(findings.device_checks)
+    if reason:
+        return Decision(False, reason)
     reason = checker.redirections(findings.writes)
     if reason:
         return Decision(False, reason)

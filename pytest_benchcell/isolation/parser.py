@@ -86,6 +86,9 @@ class Findings:
     # Values variables are given by loops and ${NAME:=...} on this line (None: not known before it runs);
     # assignments of simple commands are on the commands themselves.
     assigned: list[tuple[str, tuple[Word, ...] | None]] = field(default_factory=list)
+    # Redirection targets that start with a variable or substitution: the guard can rule out a
+    # network device only when the arm's fixed variables give their values.
+    device_checks: list[Word] = field(default_factory=list)
 
 
 def find_commands(command: str) -> Findings:
@@ -572,11 +575,7 @@ class _Walker:
                 "may do; use the arm's own tools"
             )
         elif target.literal is None and (not known or known.startswith("/dev/")):
-            self.findings.refusals.append(
-                f"the redirection target `{target.raw}` starts with a variable or substitution, so "
-                "the guard cannot rule out a network device; write the file name literally "
-                '(e.g. > out.json or > "out-$i.json")'
-            )
+            self.findings.device_checks.append(target)  # the arm's fixed variables may place it
 
     def here_document(self, node: Any, inside_substitution: bool) -> None:
         document = node.heredoc

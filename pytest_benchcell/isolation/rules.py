@@ -45,6 +45,7 @@ and conditions, and substitutions anywhere. For each one:
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -63,7 +64,7 @@ from .catalog import (
 
 if TYPE_CHECKING:
     from .parser import Findings
-from .words import Command, IDENTIFIER, option_spec, parse_options, Word
+from .words import Command, IDENTIFIER, option_spec, parse_options, possible_values, Word
 
 _TEXT_UTILITY_EXAMPLES = ("cat", "head", "grep", "jq", "sort", "wc")
 
@@ -217,6 +218,24 @@ class ArmChecker:
         if not self.rules.write_roots:
             return ""
         return _first(self.write_policy.reason(word, what, self.after_cd, self.values) for word, what in writes)
+
+    def devices(self, targets: Sequence[Word]) -> str:
+        """Redirection targets that start with a variable: bash opens /dev/tcp/HOST/PORT itself."""
+        for target in targets:
+            paths = possible_values(target.raw, self.values)
+            if paths is None:
+                return (
+                    f"the redirection target `{target.raw}` starts with a variable or substitution, so "
+                    "the guard cannot rule out a network device; write the file name literally "
+                    '(e.g. > out.json or > "out-$i.json")'
+                )
+            for path in paths:
+                if re.match(r"/dev/(tcp|udp)/", posixpath.normpath(path) if path.startswith("/") else path):
+                    return (
+                        f"redirecting to {target.raw} ({path}) opens a network connection from the shell, "
+                        "which no arm may do; use the arm's own tools"
+                    )
+        return ""
 
     def launcher(self, program: str, found: Command) -> str:
         if not found.unresolved:
