@@ -6,13 +6,16 @@ runs later (`git diff --output FILE`, `uniq IN OUT` onto the CLI's shell snapsho
 line shows those arguments, so the guard refuses them before anything runs:
 
 - `ArgumentRule` (bench.toml `[arms.NAME.arguments.BINARY]`): for one binary, subcommands and options
-  it may not be given, and for a network client the URLs it may reach (`allow_urls`: every URL the
-  program is given must start with one of these, written up to the `/` after the host and port).
+  it may not be given, and for a network client the URLs it may reach (`allow_urls`, judged by
+  `curl_rule.url_refusal`; curl's own command line by `curl_rule.curl_refusal`). Known programs
+  (`KNOWN_PROGRAMS`) say how they read their command line: options that take a value, tar's
+  old-style bundles, npm's aliases and abbreviated commands.
 - `WritePolicy`: redirections and the output operands and options of the harmless utilities (uniq's
   second operand, `sort -o`, `mkdir`, `tee`, `split`) and of curl may write only inside the agent's
-  working directory and the environment's workdir. The CLI resets the shell to the working directory
-  when a command leaves it, so a relative path is inside it unless the same line `cd`s elsewhere
-  first or climbs out with `..`.
+  working directory and the environment's workdir. Paths are normalised; a part only known at run
+  time must have known values (the arm's fixed variables, literal values given on the line). The
+  CLI resets the shell to the working directory when a command leaves it, so a relative path is
+  inside it unless the same line `cd`s where the guard cannot follow (`cd -`, `..` out, a variable).
 """
 
 from __future__ import annotations

@@ -17,8 +17,11 @@ What is checked
 - Options that send the request elsewhere or let something else choose: proxies (`-x`, `--proxy*`,
   `--preproxy`, `--socks*`), name and address overrides (`--resolve`, `--connect-to`, `--interface`,
   `--dns-*`, `--doh-url`, `--unix-socket`), configuration files (`-K`/`--config`, `--netrc*`), and
-  options that write files (`-o`, `-O`, `-D`, `-c`, `--trace*`, ...): curl's output is meant for a
-  pipe. Unknown options are refused too, so a curl option added later cannot open a path.
+  options that write files (`-o`, `-O`, `-D`, `-c`, `--trace*`, ...) unless the guard checks where
+  they write (`writes_checked`: the arm has write roots, and `arguments.write_targets` finds them).
+  Unknown options are refused too, so a curl option added later cannot open a path.
+- `url_refusal` is the one URL judge: the guard also applies it to the operands of any other
+  client an arm confines with `allow_urls`.
 - Variables that would redirect curl (`http_proxy`, `ALL_PROXY`, `NO_PROXY`, `CURL_HOME`, ...) are
   in `protected_variables` with the fixed ones.
 

@@ -25,11 +25,14 @@ and conditions, and substitutions anywhere. For each one:
   bare `tea` fed by xargs is refused because its subcommand would come from the input. When the
   first non-option argument directly follows an option, it may be that option's value, so the
   next argument is checked as well.
-- Variables that choose or load programs cannot be set (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `PS4`,
-  ...: `LOADER_VARIABLES`), whether by prefix, assignment, `export`, `local`, `read`, `printf -v`,
-  `unset`, a `for` variable or `env NAME=value`. Variables naming a program another program may
-  start, or its configuration (`PAGER`, `EDITOR`, `GIT_EXTERNAL_DIFF`, `GIT_CONFIG_*`, proxies:
-  `catalog.names_a_program`) cannot be set either, whatever the value; they may be unset.
+- Variables that choose or load programs or steer paths cannot be changed (`PATH`, `LD_PRELOAD`,
+  `BASH_ENV`, `PS4`, `CDPATH`, `OLDPWD`, ...: `LOADER_VARIABLES`), whether by prefix, assignment,
+  `export`, `local`, `read`, `printf -v`, `unset`, a `for` variable or `env NAME=value`; nor can the
+  arm's own (fixed) variables. Variables a program reads for code, options or configuration cannot be
+  set, by family (`catalog.VARIABLE_FAMILIES`: OPENSSL_*, PYTHON*, npm_config_* in any case, MAKE*,
+  TAR_*, GIT_*, pagers and editors, ...; and NAME_* named after one of the arm's binaries), minus
+  the members that only change output; a pager or editor may be one harmless utility that only
+  reads (`GIT_PAGER=cat`). They may be unset.
 - Variable names given to builtins (`read`, `printf -v`, `export`, `local`, `unset`, `test -v`)
   must be plain identifiers: bash evaluates array subscripts such as `a[$(curl x)]`.
 - Redirections to `/dev/tcp/...` or `/dev/udp/...` (bash opens a network connection itself) are
@@ -37,8 +40,12 @@ and conditions, and substitutions anywhere. For each one:
   the guard cannot rule that out. Write file names literally (`> "out-$i.json"` is fine).
 - With `ArmRules.write_roots` set (every trial sets them), redirections and the output operands
   and options of the utilities that write files (`arguments.write_targets`) must stay inside
-  those folders (`arguments.WritePolicy`).
-- Argument rules per binary (`ArgumentRule`): excluded subcommands and options, allowed URLs.
+  those folders (`arguments.WritePolicy`), paths normalised; a target with a part only known at
+  run time must take its values from the arm's fixed variables or from literal values given on
+  the same line (`_known_values`), since any other could hold `/../..`.
+- Argument rules per binary (`ArgumentRule`): excluded subcommands (read as the binary reads them:
+  npm's aliases and prefixes) and options (tar's old-style bundles unbundled), allowed URLs
+  (`curl_rule.url_refusal` for every client; curl's whole command line by `curl_rule`).
 - `sort --compress-program` (which starts a program) is refused, and so are `sort` options that
   are not written literally.
 """

@@ -1,4 +1,5 @@
-"""One shell word as the guard reads it, one simple command, and getopt-style option parsing.
+"""One shell word as the guard reads it, one simple command, getopt-style option parsing, and the
+values a word can take when its variables are known (`expand_fixed`, `possible_values`).
 
 Shared by the parser (which builds them), the launcher resolvers and the arm rules (which read them)."""
 
