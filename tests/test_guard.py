@@ -539,3 +539,6 @@ def test_the_arms_fixed_variables_place_a_write_target() -> None:
     assert check_bash_command('tracker list > "$OUT/list.json"', arm).allowed
     decision = check_bash_command('tracker list > "$ELSEWHERE/snapshot.sh"', arm)
     assert not decision.allowed and "outside" in decision.reason
+    assert check_bash_command('cd "$OUT" && tracker list > list.json', arm).allowed
+    decision = check_bash_command('cd "$ELSEWHERE" && tracker list > snapshot.sh', arm)
+    assert not decision.allowed and "after a cd" in decision.reason

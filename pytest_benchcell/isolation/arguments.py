@@ -234,15 +234,19 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def cd_leaves(args: Sequence[Word], roots: Sequence[str]) -> bool:
+def cd_leaves(args: Sequence[Word], roots: Sequence[str], values: Mapping[str, Sequence[str]] = {}) -> bool:
     """Whether `cd ARGS` may leave the folders the agent may write into (then relative paths can't
     be placed). `cd -` goes to OLDPWD, wherever an earlier command left it; a variable part could
-    hold `..`; CDPATH, which could steer a relative cd, may not be set."""
+    hold `..` unless its values are known (`values`); CDPATH, which could steer a relative cd, may
+    not be set."""
     operands = [word for word in args if not (word.literal or "").startswith("-") or word.literal == "-"]
     if not operands:
         return True  # cd alone goes HOME
     target = operands[0].literal
-    if target is None or target == "-":
+    if target is None:
+        paths = possible_values(operands[0].raw, values)
+        return paths is None or any(cd_leaves([Word.plain(path)], roots) for path in paths)
+    if target == "-":
         return True
     if target.startswith("/"):
         return not _inside(posixpath.normpath(target), roots)

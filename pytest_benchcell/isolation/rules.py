@@ -126,7 +126,7 @@ class ArmChecker:
         # The CLI starts every command in the working directory; a cd the guard cannot place makes
         # the relative paths of the whole line unplaceable.
         self.after_cd = any(
-            found.words and found.words[0].literal == "cd" and cd_leaves(found.words[1:], rules.write_roots)
+            found.words and found.words[0].literal == "cd" and cd_leaves(found.words[1:], rules.write_roots, self.values)
             for found in findings.commands
         )
 
