@@ -37,7 +37,9 @@ and conditions, and substitutions anywhere. For each one:
   must be plain identifiers: bash evaluates array subscripts such as `a[$(curl x)]`.
 - Redirections to `/dev/tcp/...` or `/dev/udp/...` (bash opens a network connection itself) are
   refused, and so is a redirection whose target starts with a variable or substitution, since
-  the guard cannot rule that out. Write file names literally (`> "out-$i.json"` is fine).
+  the guard cannot rule that out unless its values are known (the arm's fixed variables, literal
+  values given on the line). Write file names literally (`> "out-$i.json"` is fine where the line
+  gives `$i` literal values).
 - With `ArmRules.write_roots` set (every trial sets them), redirections and the output operands
   and options of the utilities that write files (`arguments.write_targets`) must stay inside
   those folders (`arguments.WritePolicy`), paths normalised; a target with a part only known at
@@ -68,10 +70,10 @@ from .catalog import (
     SHELL_BUILTINS_ALLOWED,
     variable_family,
 )
+from .words import Command, IDENTIFIER, option_spec, parse_options, possible_values, Word
 
 if TYPE_CHECKING:
-    from .parser import Findings
-from .words import Command, IDENTIFIER, option_spec, parse_options, possible_values, Word
+    from .parser import Findings  # the parser imports bashlex; the rules need only its results
 
 _TEXT_UTILITY_EXAMPLES = ("cat", "head", "grep", "jq", "sort", "wc")
 
@@ -334,9 +336,14 @@ def _known_values(rules: ArmRules, findings: Findings) -> dict[str, tuple[str, .
         elif program in ("read", "printf"):
             for word in args:
                 give(word.shown, None)  # any word may be the name read or printed into
-    known = {name: tuple(values) for name, values in given.items() if None not in values}  # type: ignore[misc]
+    known: dict[str, tuple[str, ...]] = {}
+    for name, values in given.items():
+        literal = tuple(value for value in values if value is not None)
+        if len(literal) == len(values):
+            known[name] = literal
     known.update({name: (value,) for name, value in rules.variables.items()})
-    return known  # type: ignore[return-value]
+    return known
+
 
 def _no_check(args: Sequence[Word], checker: ArmChecker) -> str:
     return ""
