@@ -566,6 +566,13 @@ def _argument_rules(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, dict[s
             for option in values.get(key, ()):
                 if not OPTION_NAME.match(option):
                     rule.fail(key, option, "options written as -x or --name")
+        if values.get("allow_urls") == ():
+            # An empty list would read as "no URL rule" somewhere and "nowhere" elsewhere: refuse it.
+            rule.fail(
+                "allow_urls", [],
+                f"at least one URL prefix (e.g. \"http://127.0.0.1:{{port}}/\"); to keep the arm from the "
+                f"network, leave {binary} out of its binaries",
+            )  # fmt: skip
         for url in values.get("allow_urls", ()):
             if not URL_PREFIX.match(PLACEHOLDER.sub("0", url)):
                 rule.fail(

@@ -30,7 +30,6 @@ from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versio
 from .isolation.tool_audit import find_leaks
 from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_state, write_roots
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
-from .isolation.curl_rule import CurlConfinement
 from .environment import Environment, TrialInfo
 from .sample import (
     MODEL_SCRIPTED,
@@ -91,13 +90,26 @@ def arm_rules(
 ) -> isolation.ArmRules:
     """The arm's rules as declared; the in-band guard also lets `guard_exempt` through (a
     deliberate hole for testing that the independent audits catch what the guard let pass).
-    `values` fill {placeholders} in argument rules (allow_urls = ["http://127.0.0.1:{port}/"])."""
+    `values` fill {placeholders} in argument rules (allow_urls = ["http://127.0.0.1:{port}/"]) and in
+    the arm's variables, which are fixed: the agent cannot set them, so "$TRACKER_URL/..." is known.
+    Without `values` (no trial yet) a text with a placeholder is unknown: such a URL reaches nothing."""
     binaries = set(arm.binaries) | (set(arm.guard_exempt) - {GUARD_OFF} if for_guard else set())
 
-    def filled(text: str) -> str:
-        return fill_placeholders(text, values, where=f"[arms.{arm.name}.arguments]") if values is not None else text
+    def filled(text: str, where: str) -> str | None:
+        try:
+            return fill_placeholders(text, values or {}, where=where)
+        except BenchConfigError:
+            if values is not None:
+                raise
+            return None
 
-    confinement = _curl_confinement(arm, values)
+    def urls(binary: str, rule: Mapping[str, Sequence[str]]) -> tuple[str, ...] | None:
+        if "allow_urls" not in rule:
+            return None
+        where = f"[arms.{arm.name}.arguments.{binary}] allow_urls"
+        return tuple(url for url in (filled(url, where) for url in rule["allow_urls"]) if url is not None)
+
+    known = {name: filled(value, f"[arms.{arm.name}.env] {name}") for name, value in arm.env.items()}
     return isolation.ArmRules(
         arm=arm.name,
         binaries=frozenset(binaries),
@@ -112,31 +124,15 @@ def arm_rules(
                 binary,
                 deny_subcommands=tuple(rule.get("deny_subcommands", ())),
                 deny_options=tuple(rule.get("deny_options", ())),
-                allow_urls=tuple(filled(url) for url in rule.get("allow_urls", ())),
+                allow_urls=urls(binary, rule),
                 value_options=tuple(rule.get("value_options", ())),
             )
             for binary, rule in sorted(arm.arguments.items())
         ),
         write_roots=tuple(write_roots),
-        curl=confinement,
-        fixed_variables=confinement.protected_variables if confinement else frozenset(),
+        variables={name: value for name, value in known.items() if value is not None},
+        fixed_variables=frozenset(arm.env),
     )
-
-
-def _curl_confinement(arm: Arm, values: Mapping[str, str] | None) -> CurlConfinement | None:
-    """Where the arm's curl may go ([arms.NAME.arguments.curl] allow_urls). The arm's declared
-    variables are fixed (the agent cannot set them), so a URL written "$TRACKER_URL/..." is known
-    before it runs."""
-    urls = arm.arguments.get("curl", {}).get("allow_urls")
-    if not urls:
-        return None
-    where = f"[arms.{arm.name}.arguments.curl] allow_urls"
-    try:
-        allowed = tuple(fill_placeholders(url, values or {}, where=where) for url in urls)
-        variables = {name: fill_placeholders(value, values or {}, where=where) for name, value in arm.env.items()}
-    except BenchConfigError:
-        allowed, variables = (), {}  # placeholders not filled (no trial yet): curl may reach nothing
-    return CurlConfinement(allowed=allowed, variables=variables)
 
 
 def decide_with(rules: isolation.ArmRules) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:

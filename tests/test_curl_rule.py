@@ -108,7 +108,7 @@ def test_the_fixed_variables_and_the_proxy_variables_are_protected():
 RULES = isolation.ArmRules(
     arm="raw-api", binaries=frozenset({"curl"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset(),
     argument_rules=(isolation.ArgumentRule("curl", allow_urls=(BASE + "/",)),),
-    curl=CONFINED, fixed_variables=CONFINED.protected_variables,
+    variables=CONFINED.variables, fixed_variables=CONFINED.protected_variables,
 )  # fmt: skip
 
 
@@ -175,3 +175,70 @@ def test_allow_urls_placeholders_and_the_arms_variables_are_filled_per_trial(tmp
     assert not isolation.check_bash_command("curl -s http://127.0.0.1:41235/api", rules).allowed
     assert "may not be changed" in isolation.check_bash_command("API=http://evil.example/", rules).reason
     assert not isolation.check_bash_command('curl -s "$API/issues"', arm_rules(arm)).allowed  # no trial: nowhere
+
+
+# --- the README's form with deny_options, and an arm without allow_urls ------------------------------
+
+FORM_TOML = """
+[bench]
+model = "m"
+[arms.api]
+tools = ["Bash"]
+binaries = ["curl"]
+env = { SERVICE_URL = "http://127.0.0.1:{port}", TOKEN = "{token}" }
+[arms.api.arguments.curl]
+deny_options = ["-K", "--config"]
+{urls}
+[tasks.t]
+tier = "read"
+intent = "x"
+required_facts = ["x"]
+"""
+README_FORM = 'curl -s -H "Authorization: Bearer $TOKEN" "$SERVICE_URL/issues" | jq ".[0]"'
+
+
+@pytest.mark.parametrize("urls", ['allow_urls = ["http://127.0.0.1:{port}/"]', ""])
+def test_the_readme_form_is_allowed_once_curl_has_deny_options(tmp_path, urls):
+    from pytest_benchcell.config import load_bench
+    from pytest_benchcell.trial import arm_rules
+
+    (tmp_path / "bench.toml").write_text(FORM_TOML.replace("{urls}", urls))
+    arm = load_bench(tmp_path / "bench.toml").arms["api"]
+    rules = arm_rules(arm, values={"port": "41234", "token": "t0k"}, write_roots=("/w",))
+    assert isolation.check_bash_command(README_FORM, rules) == isolation.Decision(True, "")
+    # the arm's variables are fixed in both arms, so their known values are what the guard reads
+    assert "may not be changed" in isolation.check_bash_command("SERVICE_URL=-K; " + README_FORM, rules).reason
+    assert not isolation.check_bash_command('curl -s "$OTHER" -K cfg', rules).allowed
+
+
+def test_curl_may_write_where_the_write_rule_allows_and_nowhere_else():
+    rules = isolation.ArmRules(
+        arm="raw-api", binaries=frozenset({"curl"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset(),
+        argument_rules=(isolation.ArgumentRule("curl", allow_urls=(BASE + "/",)),), write_roots=("/w",),
+        variables=CONFINED.variables,
+    )  # fmt: skip
+    assert rules.curl is not None and rules.curl.writes_checked
+    assert isolation.check_bash_command('curl -s -o issues.json "$TRACKER_URL/issues"', rules).allowed
+    for refused, reason in [
+        ('curl -s -o /tmp/x "$TRACKER_URL/issues"', "outside"),
+        ('curl -s --output-dir /tmp -O "$TRACKER_URL/issues"', "outside"),
+        ('curl -s -o x.json http://127.0.0.1:9/', "may only reach"),
+    ]:
+        decision = isolation.check_bash_command(refused, rules)
+        assert not decision.allowed and reason in decision.reason, (refused, decision.reason)
+
+
+def test_another_client_confined_by_allow_urls_is_judged_by_the_same_url_rule():
+    rules = isolation.ArmRules(
+        arm="x", binaries=frozenset({"fetch"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset(),
+        argument_rules=(isolation.ArgumentRule("fetch", allow_urls=(BASE + "/",), value_options=("-H",)),),
+        variables=CONFINED.variables,
+    )  # fmt: skip
+    assert isolation.check_bash_command('fetch -H "Accept: x" "$TRACKER_URL/issues/$n"', rules).allowed
+    decision = isolation.check_bash_command("fetch http://127.0.0.1:41234@evil.example/api", rules)
+    assert not decision.allowed and "fetch may only reach" in decision.reason
+    nowhere = isolation.ArmRules(
+        arm="x", binaries=frozenset({"fetch"}), builtin_tools=frozenset({"Bash"}), mcp_servers=frozenset(),
+        argument_rules=(isolation.ArgumentRule("fetch", allow_urls=()),),
+    )  # fmt: skip
+    assert "may only reach (none)" in isolation.check_bash_command("fetch http://127.0.0.1:1/", nowhere).reason

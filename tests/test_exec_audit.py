@@ -626,7 +626,7 @@ def test_git_launchers_are_refused_by_the_guard_and_nothing_foreign_runs(bench: 
     calls = {call["input"]["command"]: call for call in sample["tool_calls"]}
     for command in {**GIT_RULE_CASES, **BUILT_IN_CASES}.values():
         assert calls[command]["allowed"] is False and calls[command]["reason"], command
-    assert "GIT_EXTERNAL_DIFF may not be set" in calls[BUILT_IN_CASES["extdiff"]]["reason"]
+    assert "GIT_EXTERNAL_DIFF may not be changed" in calls[BUILT_IN_CASES["extdiff"]]["reason"]
     assert "uniq's output operand" in calls[BUILT_IN_CASES["uniq"]]["reason"]
     assert calls["git status --short"]["allowed"] is True
     assert sample["exec_audit"]["leaks"] == [] and sample["exec_audit"]["commands"] == 2

@@ -83,6 +83,26 @@ ARMS: dict[str, ArmRules] = {
     "mcp": ArmRules(
         arm="mcp", binaries=frozenset(), builtin_tools=frozenset(), mcp_servers=frozenset({"tracker"})
     ),
+    "build": ArmRules(
+        arm="build",
+        binaries=frozenset({"make", "tar", "npm"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        argument_rules=(
+            ArgumentRule("tar", deny_options=("-C", "--directory")),
+            ArgumentRule("npm", deny_subcommands=("outdated", "exec", "install-test")),
+        ),
+        write_roots=ROOTS,
+    ),
+    "api": ArmRules(
+        arm="api",
+        binaries=frozenset({"curl"}),
+        builtin_tools=frozenset({"Bash"}),
+        mcp_servers=frozenset(),
+        argument_rules=(ArgumentRule("curl", deny_options=("-K", "--config"), allow_urls=("http://127.0.0.1:3000/",)),),
+        write_roots=ROOTS,
+        variables={"SERVICE_URL": "http://127.0.0.1:3000", "TOKEN": "tok"},
+    ),
 }
 
 
@@ -435,3 +455,90 @@ def test_guard_sees_every_program_a_launcher_runs(command: str, tmp_path: Path) 
     ran = programs_bash_runs(command, tmp_path, REAL_LAUNCHERS)
     assert ran <= seen, f"bash ran {sorted(ran - seen)}, which the guard did not see"
     assert "curl" not in ran or not check_bash_command(command, ARMS["launchers"]).allowed
+
+
+# --- variables by family, option spellings, write targets with run-time parts (issue 20) ------------
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("OPENSSL_CONF", True), ("OPENSSL_MODULES", True), ("PYTHONUSERBASE", True), ("PYTHON_HISTORY", True),
+        ("npm_config_registry", True), ("NPM_CONFIG_REGISTRY", True), ("nPm_CoNfIg_x", True),
+        ("MAKEFLAGS", True), ("MAKEFILES", True), ("TAR_OPTIONS", True), ("LD_DEBUG_OUTPUT", True),
+        ("GIT_TRACE2_EVENT", True), ("No_Proxy", True), ("CURL_HOME", True),
+        ("PYTHONUNBUFFERED", False), ("GIT_AUTHOR_NAME", False), ("NODE_ENV", False),
+        ("python_out", False), ("tar_file", False), ("IFS", False), ("LC_ALL", False), ("id", False),
+    ],
+)  # fmt: skip
+def test_variables_are_refused_by_the_family_that_reads_them(name: str, refused: bool) -> None:
+    from pytest_benchcell.isolation.catalog import variable_family
+
+    assert (variable_family(name) is not None) is refused
+    decision = check_bash_command(f"{name}=x tracker list", CLI)
+    assert decision.allowed is not refused, decision.reason
+    if refused:
+        assert name in decision.reason and "may not be changed" in decision.reason
+        assert check_bash_command(f"unset {name}; tracker list", CLI).allowed  # unsetting is fine
+
+
+def test_a_pager_or_editor_may_be_one_harmless_utility_that_only_reads() -> None:
+    git = ARMS["git"]
+    for allowed in ("GIT_PAGER=cat", "PAGER=head", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=:", "GIT_PAGER=''"):
+        assert check_bash_command(f"{allowed} git log", git).allowed, allowed
+    for refused in ("GIT_PAGER=tee", "GIT_PAGER=mkdir", "GIT_PAGER='cat x'", 'GIT_PAGER="$P"', "GIT_PAGER=git",
+                    "GIT_EXTERNAL_DIFF=cat"):  # fmt: skip
+        decision = check_bash_command(f"{refused} git log", git)
+        assert not decision.allowed, refused
+
+
+@pytest.mark.parametrize(
+    ("written", "runs"),
+    [("outdated", "outdated"), ("outd", "outdated"), ("out", "outdated"), ("x", "exec"), ("i", "install"),
+     ("installTest", "install-test"), ("clean-install", "ci"), ("install-cl", "ci"), ("list", "ls"),
+     ("ou", "outdated"), ("o", None), ("outreach", None), ("", None)],
+)  # fmt: skip
+def test_npm_subcommands_are_read_as_npm_reads_them(written: str, runs: str | None) -> None:
+    from pytest_benchcell.isolation.arguments import KNOWN_PROGRAMS
+
+    assert KNOWN_PROGRAMS["npm"].subcommand(written) == runs  # type: ignore[misc]
+
+
+def test_tar_bundles_are_read_as_separate_options_taking_operands_in_order() -> None:
+    from pytest_benchcell.isolation.arguments import TAR, _unbundle
+    from pytest_benchcell.isolation.words import Word
+
+    words = [Word.plain(text) for text in ("xfC", "a.tar", "/", "member")]
+    assert [word.shown for word in _unbundle(words, TAR)] == ["-x", "-f", "a.tar", "-C", "/", "member"]
+    assert [word.shown for word in _unbundle(words[1:], TAR)] == ["a.tar", "/", "member"]  # not a bundle
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ('for i in 1 2; do tracker show $i > "issue-$i.json"; done', True),
+        ('for i in 1 /../../x; do tracker show 1 > "issue$i.json"; done', False),
+        ('n=3; tracker show 3 > "out/$n/x.json"', True),
+        ('n=3; n=$(tracker list); tracker show 3 > "out-$n.json"', False),  # one value computed at run time
+        ('read n; tracker show 3 > "out-$n.json"', False),
+        ('echo ${n:=..}; tracker show 3 > "x/$n/y"', False),
+        ('tracker show 3 > "out-$n.json"', False),  # never given a value here
+        ('tracker show 3 > "out-$(tracker list).json"', False),
+        ('tracker show 3 > "out-$RANDOM.json"', False),
+    ],
+)
+def test_a_write_target_with_a_run_time_part_needs_values_known_on_the_line(command: str, allowed: bool) -> None:
+    decision = check_bash_command(command, CLI)
+    assert decision.allowed is allowed, decision.reason
+
+
+def test_the_arms_fixed_variables_place_a_write_target() -> None:
+    from dataclasses import replace
+
+    arm = replace(CLI, variables={"OUT": ENV_DIR, "ELSEWHERE": CONFIG_DIR})
+    assert check_bash_command('tracker list > "$OUT/list.json"', arm).allowed
+    decision = check_bash_command('tracker list > "$ELSEWHERE/snapshot.sh"', arm)
+    assert not decision.allowed and "outside" in decision.reason
+    assert check_bash_command('cd "$OUT" && tracker list > list.json', arm).allowed
+    decision = check_bash_command('cd "$ELSEWHERE" && tracker list > snapshot.sh', arm)
+    assert not decision.allowed and "after a cd" in decision.reason

@@ -7,9 +7,9 @@ Pure: no pytest, no claude_agent_sdk. The modules, from the command line inwards
                    `bashlex_fixes.py`); `launchers.py` follows programs that run other programs;
                    `words.py` holds the word, command and option-parsing types they share;
 - `rules.py`       the arm's rules (ArmRules) judged against what the parser found;
-- `catalog.py`     the shared lists: harmless utilities, shell builtins, launchers, variables;
+- `catalog.py`     the shared lists: harmless utilities, shell builtins, launchers, variable families;
 - `arguments.py`   argument rules per binary (options, subcommands, URLs) and where lines may write;
-- `curl_rule.py`   where curl may connect when an arm confines it (allow_urls, fixed variables);
+- `curl_rule.py`   where curl may connect when an arm confines it, and the one URL judge (allow_urls);
 - `tool_audit.py`  after the run, re-checks the tool calls the CLI streamed back;
 - `exec_audit.py`  after the run, checks every program the Bash commands actually executed (strace);
 - `hygiene.py`     the environment the agent sees: a curated PATH and no harness variables.
@@ -27,7 +27,7 @@ _EXPORTS = {
     "SHELL_BUILTINS_ALLOWED": "catalog",
     "LAUNCHERS": "catalog",
     "LOADER_VARIABLES": "catalog",
-    "PROGRAM_VARIABLES": "catalog",
+    "VARIABLE_FAMILIES": "catalog",
     "SubcommandRule": "rules",
     "ArmRules": "rules",
     "ArgumentRule": "arguments",

@@ -17,8 +17,11 @@ What is checked
 - Options that send the request elsewhere or let something else choose: proxies (`-x`, `--proxy*`,
   `--preproxy`, `--socks*`), name and address overrides (`--resolve`, `--connect-to`, `--interface`,
   `--dns-*`, `--doh-url`, `--unix-socket`), configuration files (`-K`/`--config`, `--netrc*`), and
-  options that write files (`-o`, `-O`, `-D`, `-c`, `--trace*`, ...): curl's output is meant for a
-  pipe. Unknown options are refused too, so a curl option added later cannot open a path.
+  options that write files (`-o`, `-O`, `-D`, `-c`, `--trace*`, ...) unless the guard checks where
+  they write (`writes_checked`: the arm has write roots, and `arguments.write_targets` finds them).
+  Unknown options are refused too, so a curl option added later cannot open a path.
+- `url_refusal` is the one URL judge: the guard also applies it to the operands of any other
+  client an arm confines with `allow_urls`.
 - Variables that would redirect curl (`http_proxy`, `ALL_PROXY`, `NO_PROXY`, `CURL_HOME`, ...) are
   in `protected_variables` with the fixed ones.
 
@@ -33,14 +36,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-__all__ = ["CurlConfinement", "CurlArgument", "curl_refusal", "PROXY_VARIABLES", "expand_fixed"]
+from .words import UNKNOWN_PART, expand_fixed
+
+__all__ = ["CurlConfinement", "CurlArgument", "curl_refusal", "url_refusal", "PROXY_VARIABLES", "expand_fixed"]
 
 PROXY_VARIABLES: frozenset[str] = frozenset(
     "http_proxy HTTP_PROXY https_proxy HTTPS_PROXY ftp_proxy FTP_PROXY all_proxy ALL_PROXY "
     "no_proxy NO_PROXY CURL_HOME CURL_CA_BUNDLE SSLKEYLOGFILE".split()
 )
 
-_UNKNOWN = "\x00"  # stands for a value only known at run time (never in a real URL)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # Short options without a value; any of them may be clustered (-sSf).
 _SHORT_FLAGS = set("sSfiIvLGgk0123456NZq#:lj")
@@ -80,6 +84,13 @@ _REFUSED_LONG = {
         "writes a file; curl's output is meant for a pipe here (`| jq ...`)",
     ),
 }
+# The options above that only write a file: accepted when the guard checks where they write
+# (`CurlConfinement.writes_checked`: every trial, through arguments.write_targets and WritePolicy).
+_WRITING_LONG_VALUED = frozenset(
+    "output output-dir dump-header cookie-jar trace trace-ascii stderr libcurl etag-save hsts alt-svc".split()
+)
+_WRITING_LONG_FLAGS = frozenset("remote-name remote-name-all create-dirs".split())
+_WRITING_SHORT_VALUED, _WRITING_SHORT_FLAGS = set("oDc"), set("O")
 _REFUSED_SHORT = {"x": "proxy", "K": "config", "n": "netrc", "o": "output", "O": "remote-name", "D": "dump-header",
                   "c": "cookie-jar", "E": "cert", "U": "proxy-user", "p": "proxytunnel"}  # fmt: skip
 
@@ -90,6 +101,7 @@ class CurlConfinement:
 
     allowed: tuple[str, ...]
     variables: Mapping[str, str] = field(default_factory=dict)  # fixed names -> their values
+    writes_checked: bool = False  # the guard checks where -o, -D, ... write, so they may be given
 
     @property
     def protected_variables(self) -> frozenset[str]:
@@ -124,13 +136,13 @@ def curl_refusal(args: Sequence[CurlArgument], confinement: CurlConfinement) -> 
             continue
         if value.startswith("--"):
             name = value[2:]
-            reason = _long_option(name)
+            reason = _long_option(name, confinement.writes_checked)
             if reason:
                 return reason
-            if name == "url" or name in _LONG_VALUED:
+            if name == "url" or name in _LONG_VALUED or name in _WRITING_LONG_VALUED:
                 pending_value = "url" if name == "url" else name
             continue
-        reason, takes_next = _short_cluster(value[1:])
+        reason, takes_next = _short_cluster(value[1:], confinement.writes_checked)
         if reason:
             return reason
         if takes_next:
@@ -138,15 +150,17 @@ def curl_refusal(args: Sequence[CurlArgument], confinement: CurlConfinement) -> 
     if pending_value is not None:
         return f"curl's option --{pending_value} needs a value"
     for url in urls:
-        reason = _url_refusal(url, confinement)
+        reason = url_refusal("curl", url, confinement)
         if reason:
             return reason
     return ""
 
 
-def _long_option(name: str) -> str:
+def _long_option(name: str, writes_checked: bool) -> str:
     if "=" in name:
         return f"curl does not accept --{name}; write the value as the next argument"
+    if writes_checked and (name in _WRITING_LONG_VALUED or name in _WRITING_LONG_FLAGS):
+        return ""
     if name in _REFUSED_LONG:
         return f"curl --{name} {_REFUSED_LONG[name]}, which is not allowed in this arm"
     if name.startswith("expand-"):
@@ -158,9 +172,13 @@ def _long_option(name: str) -> str:
     return f"curl --{name} is not an option this arm may use (the guard checks where curl connects and refuses options it does not know)"
 
 
-def _short_cluster(cluster: str) -> tuple[str, str]:
+def _short_cluster(cluster: str, writes_checked: bool) -> tuple[str, str]:
     """(reason, name of the option that takes the next argument as its value)."""
     for index, letter in enumerate(cluster):
+        if writes_checked and letter in _WRITING_SHORT_FLAGS:
+            continue
+        if writes_checked and letter in _WRITING_SHORT_VALUED:
+            return "", ("" if cluster[index + 1 :] else letter)
         if letter in _REFUSED_SHORT:
             long = _REFUSED_SHORT[letter]
             why = _REFUSED_LONG.get(long, "is not allowed in this arm")
@@ -175,26 +193,28 @@ def _short_cluster(cluster: str) -> tuple[str, str]:
     return "", ""
 
 
-def _url_refusal(url: CurlArgument, confinement: CurlConfinement) -> str:
+def url_refusal(program: str, url: CurlArgument, confinement: CurlConfinement) -> str:
+    """Why `program` may not fetch this URL (as written and, when known, its value), or "". The one
+    URL judge: curl's URLs and those of any other client an arm confines with allow_urls."""
     allowed = " or ".join(confinement.allowed) or "(none)"
     hint = "; write the URL literally or as " + (
         " / ".join(f'"${name}/..."' for name in sorted(confinement.variables)) or "a literal"
     )
-    value = url.literal if url.literal is not None else expand_fixed(url.raw, confinement.variables, unknown=_UNKNOWN)
+    value = url.literal if url.literal is not None else expand_fixed(url.raw, confinement.variables, unknown=UNKNOWN_PART)
     if value is None:
-        return f"curl's URL {url.raw} is only known when it runs, so the guard cannot check where it goes{hint}"
-    if _UNKNOWN in value:
+        return f"{program}'s URL {url.raw} is only known when it runs, so the guard cannot check where it goes{hint}"
+    if UNKNOWN_PART in value:
         # "$TRACKER_URL/issues/$n": a variable inside double quotes, after the base URL and a "/" or
         # "?", cannot change the host (no word splitting, no wildcard) whatever its value.
-        known = value.split(_UNKNOWN, 1)[0]
+        known = value.split(UNKNOWN_PART, 1)[0]
         if not any(known.startswith((base.rstrip("/") + "/", base + "?")) for base in confinement.allowed):
             return (
-                f"curl's URL {url.raw} has a part only known when it runs before the path of "
+                f"{program}'s URL {url.raw} has a part only known when it runs before the path of "
                 f"{allowed}, so the guard cannot check where it goes{hint}"
             )
         value = known
     if not _reaches_allowed(value, confinement.allowed):
-        return f"curl may only reach {allowed} in this arm; {value!r} is elsewhere"
+        return f"{program} may only reach {allowed} in this arm; {value!r} is elsewhere"
     return ""
 
 
@@ -212,72 +232,15 @@ def _reaches_allowed(url: str, allowed: Sequence[str]) -> bool:
         return False
     for prefix in allowed:
         base = urlsplit(prefix)
+        try:
+            base_port = base.port
+        except ValueError:
+            continue  # a prefix whose {placeholders} were never filled reaches nothing
         if (
             target.scheme.lower() == base.scheme.lower()
             and target.netloc.lower() == base.netloc.lower()
-            and target_port == base.port
+            and target_port == base_port
             and (target.path or "/").startswith(base.path or "/")
         ):
             return True
     return False
-
-
-def expand_fixed(raw: str, variables: Mapping[str, str], unknown: str | None = None) -> str | None:
-    """The value of a shell word that uses only quotes, escapes and `variables`; None if anything
-    else would be expanded when it runs (another variable, a substitution, a wildcard, `~`).
-    With `unknown`, another plain variable inside double quotes becomes that marker instead."""
-    out: list[str] = []
-    i, quote = 0, ""
-    while i < len(raw):
-        char = raw[i]
-        if quote == "'":
-            if char == "'":
-                quote = ""
-            else:
-                out.append(char)
-            i += 1
-            continue
-        if char == "\\":
-            if i + 1 >= len(raw):
-                return None
-            following = raw[i + 1]
-            if quote == '"' and following not in '$`"\\\n':
-                out.append(char)
-            out.append(following)
-            i += 2
-            continue
-        if char == "'" and not quote:
-            quote = "'"
-        elif char == '"':
-            quote = "" if quote == '"' else '"'
-        elif char == "$":
-            name, length = _variable_at(raw, i)
-            if name is not None and name in variables:
-                out.append(variables[name])
-            elif name is not None and unknown is not None and quote == '"':
-                out.append(unknown)
-            else:
-                return None
-            i += length
-            continue
-        elif char == "`":
-            return None
-        elif not quote and (char in "*?[{~" or char.isspace()):
-            return None
-        else:
-            out.append(char)
-        i += 1
-    return None if quote else "".join(out)
-
-
-def _variable_at(raw: str, i: int) -> tuple[str | None, int]:
-    """The plain variable `$NAME` or `${NAME}` starting at raw[i] and its length in raw."""
-    if raw.startswith("${", i):
-        end = raw.find("}", i)
-        name = raw[i + 2 : end] if end != -1 else ""
-        return (name, end - i + 1) if name.isidentifier() else (None, 0)
-    j = i + 1
-    while j < len(raw) and (raw[j].isalnum() or raw[j] == "_"):
-        j += 1
-    name = raw[i + 1 : j]
-    return (name, j - i) if name and not name[0].isdigit() else (None, 0)

@@ -93,7 +93,7 @@ def check_bash_command(command: str, rules: ArmRules) -> Decision:
         findings = find_commands(command)
     except GuardParseError as error:
         return Decision(False, str(error))
-    checker = ArmChecker(rules, findings.functions, findings.commands)
+    checker = ArmChecker(rules, findings)
     for variable in findings.loop_variables:
         reason = checker.variable_target(variable, value=UNKNOWN_VALUE)
         if reason:
@@ -104,6 +104,9 @@ def check_bash_command(command: str, rules: ArmRules) -> Decision:
             return Decision(False, reason)
     if findings.refusals:
         return Decision(False, findings.refusals[0])
+    reason = checker.devices(findings.device_checks)
+    if reason:
+        return Decision(False, reason)
     reason = checker.redirections(findings.writes)
     if reason:
         return Decision(False, reason)

@@ -65,7 +65,7 @@ import bashlex.ast
 import bashlex.errors
 
 from .bashlex_fixes import install as install_bashlex_fixes
-from .catalog import LOADER_VARIABLES, names_a_program
+from .catalog import LOADER_VARIABLES, variable_family
 from .launchers import RESOLVERS
 from .words import GuardParseError, Command, IDENTIFIER, unparsable, Word
 
@@ -83,6 +83,12 @@ class Findings:
     loop_variables: list[Word] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # refused in every arm
     writes: list[tuple[Word, str]] = field(default_factory=list)  # redirection targets bash opens for writing
+    # Values variables are given by loops and ${NAME:=...} on this line (None: not known before it runs);
+    # assignments of simple commands are on the commands themselves.
+    assigned: list[tuple[str, tuple[Word, ...] | None]] = field(default_factory=list)
+    # Redirection targets that start with a variable or substitution: the guard can rule out a
+    # network device only when the arm's fixed variables give their values.
+    device_checks: list[Word] = field(default_factory=list)
 
 
 def find_commands(command: str) -> Findings:
@@ -371,7 +377,7 @@ _SAFE_BRACED_PARAMETER = re.compile(
 _ASSIGNING_PARAMETER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
-def _check_parameter(node: Any, source: str) -> None:
+def _check_parameter(node: Any, source: str, findings: Findings) -> None:
     """Refuse ${...} forms that bashlex does not look inside or that can run code."""
     raw = source[node.pos[0] : node.pos[1]]
     if not raw.startswith("${"):
@@ -385,8 +391,10 @@ def _check_parameter(node: Any, source: str) -> None:
             '(v=$(...)), then use "${X:-$v}".',
         )
     assigned = _ASSIGNING_PARAMETER.match(inner)
-    if assigned and (assigned.group(1) in LOADER_VARIABLES or names_a_program(assigned.group(1))):
+    if assigned and (assigned.group(1) in LOADER_VARIABLES or variable_family(assigned.group(1))):
         raise unparsable(f"`{raw}` assigns {assigned.group(1)}, which no arm may change this way")
+    if assigned:
+        findings.assigned.append((assigned.group(1), None))
 
 
 class _Walker:
@@ -429,7 +437,7 @@ class _Walker:
         elif kind in ("commandsubstitution", "processsubstitution"):
             self.node(node.command, source, inside_substitution=True)
         elif kind == "parameter":
-            _check_parameter(node, source)
+            _check_parameter(node, source, self.findings)
         elif kind not in ("reservedword", "operator", "pipe", "tilde"):
             raise unparsable(f"an unexpected shell construct ({kind})")
 
@@ -439,11 +447,21 @@ class _Walker:
 
     def for_loop(self, node: Any, source: str, inside_substitution: bool) -> None:
         parts = list(node.parts)
+        variable: Word | None = None
+        values: list[Word] | None = None  # None: no `in`, the loop runs over "$@"
         for index, part in enumerate(parts):
             before = parts[index - 1] if index > 0 else None
             if before is not None and before.kind == "reservedword" and before.word == "for":
-                self.findings.loop_variables.append(self.word(part, source, inside_substitution))
+                variable = self.word(part, source, inside_substitution)
+                self.findings.loop_variables.append(variable)
+            elif part.kind == "reservedword" and part.word == "in":
+                values = []
+            elif part.kind == "word" and values is not None and variable is not None:
+                values.append(self.word(part, source, inside_substitution))
             else:
+                if part.kind == "reservedword" and part.word in (";", "do") and variable is not None:
+                    self.findings.assigned.append((variable.shown, tuple(values) if values is not None else None))
+                    variable = None
                 self.node(part, source, inside_substitution)
 
     # -- words -------------------------------------------------------------------------------
@@ -557,11 +575,7 @@ class _Walker:
                 "may do; use the arm's own tools"
             )
         elif target.literal is None and (not known or known.startswith("/dev/")):
-            self.findings.refusals.append(
-                f"the redirection target `{target.raw}` starts with a variable or substitution, so "
-                "the guard cannot rule out a network device; write the file name literally "
-                '(e.g. > out.json or > "out-$i.json")'
-            )
+            self.findings.device_checks.append(target)  # the arm's fixed variables may place it
 
     def here_document(self, node: Any, inside_substitution: bool) -> None:
         document = node.heredoc

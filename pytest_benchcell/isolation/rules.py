@@ -25,33 +25,55 @@ and conditions, and substitutions anywhere. For each one:
   bare `tea` fed by xargs is refused because its subcommand would come from the input. When the
   first non-option argument directly follows an option, it may be that option's value, so the
   next argument is checked as well.
-- Variables that choose or load programs cannot be set (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `PS4`,
-  ...: `LOADER_VARIABLES`), whether by prefix, assignment, `export`, `local`, `read`, `printf -v`,
-  `unset`, a `for` variable or `env NAME=value`. Variables naming a program another program may
-  start, or its configuration (`PAGER`, `EDITOR`, `GIT_EXTERNAL_DIFF`, `GIT_CONFIG_*`, proxies:
-  `catalog.names_a_program`) cannot be set either, whatever the value; they may be unset.
+- Variables that choose or load programs or steer paths cannot be changed (`PATH`, `LD_PRELOAD`,
+  `BASH_ENV`, `PS4`, `CDPATH`, `OLDPWD`, ...: `LOADER_VARIABLES`), whether by prefix, assignment,
+  `export`, `local`, `read`, `printf -v`, `unset`, a `for` variable or `env NAME=value`; nor can the
+  arm's own (fixed) variables. Variables a program reads for code, options or configuration cannot be
+  set, by family (`catalog.VARIABLE_FAMILIES`: OPENSSL_*, PYTHON*, npm_config_* in any case, MAKE*,
+  TAR_*, GIT_*, pagers and editors, ...; and NAME_* named after one of the arm's binaries), minus
+  the members that only change output; a pager or editor may be one harmless utility that only
+  reads (`GIT_PAGER=cat`). They may be unset.
 - Variable names given to builtins (`read`, `printf -v`, `export`, `local`, `unset`, `test -v`)
   must be plain identifiers: bash evaluates array subscripts such as `a[$(curl x)]`.
 - Redirections to `/dev/tcp/...` or `/dev/udp/...` (bash opens a network connection itself) are
   refused, and so is a redirection whose target starts with a variable or substitution, since
-  the guard cannot rule that out. Write file names literally (`> "out-$i.json"` is fine).
+  the guard cannot rule that out unless its values are known (the arm's fixed variables, literal
+  values given on the line). Write file names literally (`> "out-$i.json"` is fine where the line
+  gives `$i` literal values).
 - With `ArmRules.write_roots` set (every trial sets them), redirections and the output operands
   and options of the utilities that write files (`arguments.write_targets`) must stay inside
-  those folders (`arguments.WritePolicy`).
-- Argument rules per binary (`ArgumentRule`): excluded subcommands and options, allowed URLs.
+  those folders (`arguments.WritePolicy`), paths normalised; a target with a part only known at
+  run time must take its values from the arm's fixed variables or from literal values given on
+  the same line (`_known_values`), since any other could hold `/../..`.
+- Argument rules per binary (`ArgumentRule`): excluded subcommands (read as the binary reads them:
+  npm's aliases and prefixes) and options (tar's old-style bundles unbundled), allowed URLs
+  (`curl_rule.url_refusal` for every client; curl's whole command line by `curl_rule`).
 - `sort --compress-program` (which starts a program) is refused, and so are `sort` options that
   are not written literally.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from .arguments import ArgumentRule, WritePolicy, argument_reason, cd_leaves, write_targets
+from .arguments import WRITING_UTILITIES, ArgumentRule, WritePolicy, argument_reason, cd_leaves, subcommand_named, write_targets
 from .curl_rule import CurlArgument, CurlConfinement, curl_refusal
-from .catalog import HARMLESS_UTILITIES, LOADER_VARIABLES, SHELL_BUILTINS_ALLOWED, names_a_program
-from .words import Command, IDENTIFIER, option_spec, parse_options, Word
+from .catalog import (
+    HARMLESS_UTILITIES,
+    HARMLESS_VARIABLES,
+    LOADER_VARIABLES,
+    PAGER_VARIABLES,
+    SHELL_BUILTINS_ALLOWED,
+    variable_family,
+)
+from .words import Command, IDENTIFIER, option_spec, parse_options, possible_values, Word
+
+if TYPE_CHECKING:
+    from .parser import Findings  # the parser imports bashlex; the rules need only its results
 
 _TEXT_UTILITY_EXAMPLES = ("cat", "head", "grep", "jq", "sort", "wc")
 
@@ -72,8 +94,10 @@ class ArmRules:
     harmless: frozenset[str] = HARMLESS_UTILITIES  # the extra utilities allowed
     argument_rules: tuple[ArgumentRule, ...] = ()  # options, subcommands and URLs per binary
     write_roots: tuple[str, ...] = ()  # folders command lines may write into (() = not checked)
-    curl: CurlConfinement | None = None  # where `curl` may connect (curl_rule.py); None: its allow_urls rule, if any
-    fixed_variables: frozenset[str] = frozenset()  # variables the agent may not set or unset
+    # The arm's declared variables and their values: fixed (the agent may not set or unset them), so
+    # "$TRACKER_URL/issues" or "$WORKDIR/out" is known before it runs.
+    variables: Mapping[str, str] = field(default_factory=dict)
+    fixed_variables: frozenset[str] = frozenset()  # further fixed names whose values are not known here
 
     def all_subcommand_rules(self) -> tuple[SubcommandRule, ...]:
         from_arguments = tuple(
@@ -81,18 +105,31 @@ class ArmRules:
         )
         return self.subcommand_rules + from_arguments
 
+    @property
+    def curl(self) -> CurlConfinement | None:
+        """Where curl may connect: its `allow_urls` rule with the arm's variables (curl_rule.py)."""
+        for rule in self.argument_rules:
+            if rule.binary == "curl" and rule.allow_urls is not None:
+                return CurlConfinement(rule.allow_urls, dict(self.variables), writes_checked=bool(self.write_roots))
+        return None
+
+    def is_fixed(self, name: str) -> bool:
+        return name in self.variables or name in self.fixed_variables
+
 
 class ArmChecker:
-    def __init__(self, rules: ArmRules, functions: set[str], commands: Sequence[Command] = ()) -> None:
+    def __init__(self, rules: ArmRules, findings: Findings) -> None:
         self.rules = rules
-        self.functions = functions
+        self.functions = findings.functions
         self.allowed = rules.binaries | rules.harmless | SHELL_BUILTINS_ALLOWED
         self.write_policy = WritePolicy(rules.write_roots)
+        self.curl = rules.curl
+        self.values = _known_values(rules, findings)
         # The CLI starts every command in the working directory; a cd the guard cannot place makes
         # the relative paths of the whole line unplaceable.
         self.after_cd = any(
-            found.words and found.words[0].literal == "cd" and cd_leaves(found.words[1:], rules.write_roots)
-            for found in commands
+            found.words and found.words[0].literal == "cd" and cd_leaves(found.words[1:], rules.write_roots, self.values)
+            for found in findings.commands
         )
 
     def command(self, found: Command) -> str:
@@ -158,21 +195,21 @@ class ArmChecker:
 
     def arguments(self, program: str, found: Command) -> str:
         for rule in self.rules.argument_rules:
-            if rule.binary != program or not (rule.deny_options or rule.allow_urls):
+            if rule.binary != program or not (rule.deny_options or rule.allow_urls is not None):
                 continue
             if found.appended_input:
                 return (
                     f"{program} run by {found.launched_by} would take arguments from its input, which the guard "
                     f"cannot check against arm '{self.rules.arm}''s rules for {program}; write them literally"
                 )
-            if program == "curl" and self.rules.curl is not None:
-                # curl's URLs by curl_rule, which also knows the arm's fixed variables ("$TRACKER_URL/...").
-                rule = replace(rule, allow_urls=())
+            if program == "curl" and self.curl is not None:
+                # curl's URLs and options by curl_rule, which knows curl's whole command line.
                 args = [CurlArgument(word.raw, word.literal) for word in found.words[1:]]
-                reason = curl_refusal(args, self.rules.curl)
+                reason = curl_refusal(args, self.curl)
                 if reason:
                     return reason
-            reason = argument_reason(rule, found.words[1:], self.rules.arm)
+                rule = replace(rule, allow_urls=None)
+            reason = argument_reason(rule, found.words[1:], self.rules.arm, self.rules.variables)
             if reason:
                 return reason
         return ""
@@ -184,12 +221,30 @@ class ArmChecker:
         targets = write_targets(program, args)
         if isinstance(targets, str):
             return targets
-        return _first(self.write_policy.reason(word, what, self.after_cd) for word, what in targets)
+        return self.redirections(targets)
 
     def redirections(self, writes: Sequence[tuple[Word, str]]) -> str:
         if not self.rules.write_roots:
             return ""
-        return _first(self.write_policy.reason(word, what, self.after_cd) for word, what in writes)
+        return _first(self.write_policy.reason(word, what, self.after_cd, self.values) for word, what in writes)
+
+    def devices(self, targets: Sequence[Word]) -> str:
+        """Redirection targets that start with a variable: bash opens /dev/tcp/HOST/PORT itself."""
+        for target in targets:
+            paths = possible_values(target.raw, self.values)
+            if paths is None:
+                return (
+                    f"the redirection target `{target.raw}` starts with a variable or substitution, so "
+                    "the guard cannot rule out a network device; write the file name literally "
+                    '(e.g. > out.json or > "out-$i.json")'
+                )
+            for path in paths:
+                if re.match(r"/dev/(tcp|udp)/", posixpath.normpath(path) if path.startswith("/") else path):
+                    return (
+                        f"redirecting to {target.raw} ({path}) opens a network connection from the shell, "
+                        "which no arm may do; use the arm's own tools"
+                    )
+        return ""
 
     def launcher(self, program: str, found: Command) -> str:
         if not found.unresolved:
@@ -200,27 +255,94 @@ class ArmChecker:
         )
 
     def variable_target(self, name_word: Word, value: Word | None) -> str:
-        """Setting (or unsetting) a variable: refused for loader variables, checked for programs."""
+        """Setting (value given) or unsetting (None) a variable: refused for the arm's fixed
+        variables, those that load programs, and, when set, the families programs read."""
         name = name_word.literal
         if name is None or not IDENTIFIER.match(name):
             return (
                 f"`{name_word.text}` is not a plain variable name (bash evaluates array subscripts, "
                 "which can run commands); use a plain name"
             )
-        if name in self.rules.fixed_variables:
-            return f"{name} may not be changed in arm '{self.rules.arm}': the arm's environment fixes it"
+        arm = self.rules.arm
+        if self.rules.is_fixed(name):
+            return f"{name} may not be changed in arm '{arm}': the arm's environment fixes it"
         if name in LOADER_VARIABLES or name.startswith("BASH_FUNC_"):
             return (
-                f"{name} may not be changed in arm '{self.rules.arm}': it decides which programs run "
-                "or loads code into them; call programs by name instead"
+                f"{name} may not be changed in arm '{arm}': it decides which programs run, loads code into "
+                "them or steers where cd and relative paths lead; call programs by name instead"
             )
-        if names_a_program(name) and value is not None:
+        if value is None:
+            return ""
+        if name in HARMLESS_VARIABLES or (name in PAGER_VARIABLES and self.harmless_program(value)):
+            return ""
+        family = variable_family(name)
+        does = family.does if family is not None else self.named_after_a_binary(name)
+        if does:
             return (
-                f"{name} may not be set in arm '{self.rules.arm}': it names a program (or configuration, or a "
-                "connection) that another program would use without the command line showing it; run "
-                "without setting it"
+                f"{name} may not be changed in arm '{arm}': {does}, which the command line does not show; "
+                "run without setting it"
+                + (" (a pager or editor may be one harmless utility written literally, e.g. cat)"
+                   if name in PAGER_VARIABLES else "")
             )
         return ""
+
+    def harmless_program(self, value: Word) -> bool:
+        """A pager or editor value that starts nothing but a harmless utility that only reads."""
+        program = value.literal
+        if program is None:
+            return False
+        return program in ("", ":") or (program in self.rules.harmless and program not in WRITING_UTILITIES)
+
+    def named_after_a_binary(self, name: str) -> str:
+        """A variable named after one of the arm's binaries (TRACKER_CONFIG for tracker) configures it."""
+        for binary in sorted(self.rules.binaries):
+            stem = re.sub(r"[^A-Za-z0-9]", "_", binary).upper()
+            if name.startswith(stem + "_"):
+                return f"it is named after the arm's binary {binary}, which may read it"
+        return ""
+
+
+# A substitution whose output is only numbers: seq with numeric operands and no options.
+_NUMBERS = re.compile(r'"?\$\(seq(?: +-?[0-9]+(?:\.[0-9]+)?){1,3}\)"?')
+
+
+def _known_values(rules: ArmRules, findings: Findings) -> dict[str, tuple[str, ...]]:
+    """What each variable can hold on this line, where that is known before it runs: the arm's
+    fixed variables, and variables the line gives only literal values (`for i in 1 2`, `n=7`).
+    A variable given any value computed at run time, or never given one here, is left out."""
+    given: dict[str, list[str | None]] = {}
+
+    def give(name: str, value: Word | None) -> None:
+        if value is not None and value.literal is None and _NUMBERS.fullmatch(value.raw):
+            value = Word.plain("0")  # `$(seq 1 3)` gives numbers: any one stands for all (no / or ..)
+        given.setdefault(name, []).append(value.literal if value is not None else None)
+
+    for name, words in findings.assigned:
+        for word in words if words is not None else (None,):
+            give(name, word)
+    for found in findings.commands:
+        for name, value in found.assignments:
+            give(name, value)
+        program = found.words[0].literal if found.words else None
+        args = found.words[1:]
+        if program in ("export", "local"):
+            for word in args:
+                name, equals, rest = (word.literal or word.text).partition("=")
+                if equals:
+                    give(name, Word.plain(rest) if word.literal is not None else None)
+        elif program == "unset":
+            for word in args:
+                give(word.shown, Word.plain(""))
+        elif program in ("read", "printf"):
+            for word in args:
+                give(word.shown, None)  # any word may be the name read or printed into
+    known: dict[str, tuple[str, ...]] = {}
+    for name, values in given.items():
+        literal = tuple(value for value in values if value is not None)
+        if len(literal) == len(values):
+            known[name] = literal
+    known.update({name: (value,) for name, value in rules.variables.items()})
+    return known
 
 
 def _no_check(args: Sequence[Word], checker: ArmChecker) -> str:
@@ -349,10 +471,12 @@ def _subcommand_reason(rule: SubcommandRule, found: Command, arm: str) -> str:
     first, follows_option = operands[0]
     if first.literal is None:
         return f"the {binary} subcommand `{first.text}` {first.dynamic}; write it literally ({excluded})."
-    if first.literal in rule.deny:
-        return f"`{binary} {first.literal}` is not available: {excluded}."
-    if follows_option and len(operands) > 1 and operands[1][0].literal in rule.deny:
-        second = operands[1][0].literal
+    denied = subcommand_named(binary, first.literal, rule.deny)
+    if denied:
+        runs_as = "" if denied == first.literal else f" ({binary} runs it as {denied})"
+        return f"`{binary} {first.literal}`{runs_as} is not available: {excluded}."
+    second = operands[1][0].literal if follows_option and len(operands) > 1 else None
+    if second is not None and subcommand_named(binary, second, rule.deny):
         return (
             f"`{binary} ... {second}` may run the subcommand {second}, because the word before it could be "
             f"an option's value: {excluded}. Put options after the subcommand."

@@ -1,11 +1,13 @@
-"""One shell word as the guard reads it, one simple command, and getopt-style option parsing.
+"""One shell word as the guard reads it, one simple command, getopt-style option parsing, and the
+values a word can take when its variables are known (`expand_fixed`, `possible_values`).
 
 Shared by the parser (which builds them), the launcher resolvers and the arm rules (which read them)."""
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 class GuardParseError(ValueError):
@@ -146,3 +148,96 @@ def parse_options(program: str, args: Sequence[Word], spec: OptionSpec) -> Parse
     return ParsedOptions(options, tuple(args[i:]))
 
 
+UNKNOWN_PART = "\x00"  # stands for a part of a value only known at run time (never in a real path or URL)
+
+
+def expand_fixed(raw: str, variables: Mapping[str, str], unknown: str | None = None) -> str | None:
+    """The value of a shell word that uses only quotes, escapes and `variables`; None if anything
+    else would be expanded when it runs (another variable, a substitution, a wildcard, `~`).
+    With `unknown`, another plain variable inside double quotes becomes that marker instead."""
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(raw):
+        char = raw[i]
+        if quote == "'":
+            if char == "'":
+                quote = ""
+            else:
+                out.append(char)
+            i += 1
+            continue
+        if char == "\\":
+            if i + 1 >= len(raw):
+                return None
+            following = raw[i + 1]
+            if quote == '"' and following not in '$`"\\\n':
+                out.append(char)
+            out.append(following)
+            i += 2
+            continue
+        if char == "'" and not quote:
+            quote = "'"
+        elif char == '"':
+            quote = "" if quote == '"' else '"'
+        elif char == "$":
+            name, length = _variable_at(raw, i)
+            if name is not None and name in variables:
+                out.append(variables[name])
+            elif name is not None and unknown is not None and quote == '"':
+                out.append(unknown)
+            else:
+                return None
+            i += length
+            continue
+        elif char == "`":
+            return None
+        elif not quote and (char in "*?[{~" or char.isspace()):
+            return None
+        else:
+            out.append(char)
+        i += 1
+    return None if quote else "".join(out)
+
+
+def _variable_at(raw: str, i: int) -> tuple[str | None, int]:
+    """The plain variable `$NAME` or `${NAME}` starting at raw[i] and its length in raw."""
+    if raw.startswith("${", i):
+        end = raw.find("}", i)
+        name = raw[i + 2 : end] if end != -1 else ""
+        return (name, end - i + 1) if name.isidentifier() else (None, 0)
+    j = i + 1
+    while j < len(raw) and (raw[j].isalnum() or raw[j] == "_"):
+        j += 1
+    name = raw[i + 1 : j]
+    return (name, j - i) if name and not name[0].isdigit() else (None, 0)
+
+
+def variables_in(raw: str) -> list[str]:
+    """The plain variables `$NAME` and `${NAME}` a shell word uses, in order (repeats kept)."""
+    names = []
+    i = raw.find("$")
+    while i != -1:
+        name, length = _variable_at(raw, i)
+        if name is not None:
+            names.append(name)
+        i = raw.find("$", i + max(length, 1))
+    return names
+
+
+def possible_values(raw: str, values: Mapping[str, Sequence[str]], limit: int = 64) -> list[str] | None:
+    """Every value a shell word can take when each variable it uses holds one of `values[name]`;
+    None when any part is unknown (another variable, a substitution, a wildcard) or the variables
+    allow more than `limit` combinations."""
+    names = sorted(set(variables_in(raw)))
+    if any(name not in values for name in names):
+        return None
+    combinations = list(itertools.islice(itertools.product(*(values[name] for name in names)), limit + 1))
+    if len(combinations) > limit:
+        return None
+    results = []
+    for combination in combinations:
+        value = expand_fixed(raw, dict(zip(names, combination)))
+        if value is None:
+            return None
+        results.append(value)
+    return results
