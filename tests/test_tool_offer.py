@@ -148,3 +148,12 @@ def test_the_scripted_model_reports_its_first_requests_tools() -> None:
             body = json.dumps({"tools": [{"name": name} for name in tools], "messages": [{"role": "user", "content": "hi"}]})
             direct.open(urllib.request.Request(f"{model.base_url}/v1/messages", body.encode(), method="POST")).read()
         assert model.first_request_tools == ("Bash",)
+
+
+def test_a_trial_item_of_an_arm_with_servers_is_bounded_with_their_wait(pytester: pytest.Pytester) -> None:
+    bench = BENCH.format(setting="mcp_timeout_ms = 5000\nready_timeout_ms = 1000\nwall_clock_ms = 2000")
+    pytester.makefile(".toml", bench=bench + '\n[arms.shell]\ntools = ["Bash"]\n')
+    items, _ = pytester.inline_genitems("--bench-arm", "all", "--bench-task", "say", "--bench-scripted", "--bench-trials", "1")
+    bounds = {item.name: item.get_closest_marker("timeout").args[0] for item in items}
+    # readiness + MCP wait (arms with servers) + backstop + the plugin's margin of 120 s
+    assert bounds == {"mcp-say-t1": 1 + 5 + 2 + 120, "shell-say-t1": 1 + 2 + 120}
