@@ -196,12 +196,15 @@ async def _run(request: AgentRequest) -> AgentResult:
     )
 
     started = time.monotonic()
+    # When the conversation began (the init message): a hung run's duration counts from there, as
+    # the CLI's own duration_ms does, so the MCP servers' start-up is not the agent's time.
+    began = {"conversation": started}
     client = ClaudeSDKClient(options=options)
     try:
         await client.connect()
         await client.query(request.prompt)
         try:
-            await _collect_within_backstop(client, result, request)
+            await _collect_within_backstop(client, result, request, began)
         except asyncio.TimeoutError:
             result.hung = True
             await _interrupt(client, result)
@@ -216,12 +219,12 @@ async def _run(request: AgentRequest) -> AgentResult:
     elapsed_ms = int((time.monotonic() - started) * 1000)
     result.duration_ms = result.duration_ms or elapsed_ms
     if result.hung:
-        result.duration_ms = elapsed_ms
+        result.duration_ms = int((time.monotonic() - began["conversation"]) * 1000)
     result.stderr_tail = stderr_lines
     return result
 
 
-async def _collect_within_backstop(client: Any, result: AgentResult, request: AgentRequest) -> None:
+async def _collect_within_backstop(client: Any, result: AgentResult, request: AgentRequest, began: dict[str, float]) -> None:
     """Collect the run; raise asyncio.TimeoutError at the backstop. The backstop starts at the init
     message: before it the CLI is connecting the arm's MCP servers, bounded by their wait on top."""
     started = asyncio.Event()
@@ -237,6 +240,7 @@ async def _collect_within_backstop(client: Any, result: AgentResult, request: Ag
         collecting.cancel()
         await asyncio.gather(collecting, return_exceptions=True)
         raise asyncio.TimeoutError
+    began["conversation"] = time.monotonic()
     await asyncio.wait_for(collecting, timeout=request.wall_clock_s)
 
 
