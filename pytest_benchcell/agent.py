@@ -10,7 +10,11 @@ What it guarantees:
 - the turn cap through `max_turns` (result subtype error_max_turns);
 - the wall-clock backstop by interrupting the client (not by cancelling the task, which would make
   the SDK wait 5 s for the CLI): the CLI stops within a fraction of a second and is reaped, and the
-  partial usage it reports is kept;
+  partial usage it reports is kept. The backstop counts the conversation, from the CLI's init
+  message on: before it the CLI waits for the arm's MCP servers (`startup_wait_s`), no time of the
+  agent's;
+- what the CLI offered as the conversation began (the init message: each MCP server's status and
+  the tools), so a trial whose agent never saw its arm's tools is not charged to the arm;
 - an independent transcript of tool calls, rebuilt from the assistant messages' tool_use blocks and
   the tool results that followed (the audit reads this, not the guard's own bookkeeping).
 """
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .isolation.tool_offer import ToolOffer
 from .sample import sum_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
 
 GuardFunction = Callable[[str, Mapping[str, Any]], "tuple[bool, str]"]
@@ -46,6 +51,7 @@ class AgentRequest:
     mcp_servers: Mapping[str, Mapping[str, Any]]  # name -> stdio server config
     guard: GuardFunction  # (tool name, tool input) -> (allowed, reason)
     cli_path: Path | None = None  # a launcher for the CLI (see hygiene.cli_wrapper); None: the bundled one
+    startup_wait_s: float = 0.0  # how long the CLI may wait for MCP servers before the conversation
 
 
 @dataclass
@@ -68,6 +74,8 @@ class AgentResult:
     partial_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     denied_ids: list[str] = field(default_factory=list)  # the CLI's own record of denied calls
     reply_ids: list[str] = field(default_factory=list)  # one per model reply received (API message id)
+    offer: ToolOffer | None = None  # from the init message; None: the CLI never sent one
+    first_request_tools: tuple[str, ...] | None = None  # what the first model request carried, where known
 
     @property
     def replies(self) -> int:
@@ -188,12 +196,15 @@ async def _run(request: AgentRequest) -> AgentResult:
     )
 
     started = time.monotonic()
+    # When the conversation began (the init message): a hung run's duration counts from there, as
+    # the CLI's own duration_ms does, so the MCP servers' start-up is not the agent's time.
+    began = {"conversation": started}
     client = ClaudeSDKClient(options=options)
     try:
         await client.connect()
         await client.query(request.prompt)
         try:
-            await asyncio.wait_for(_collect(client, result), timeout=request.wall_clock_s)
+            await _collect_within_backstop(client, result, request, began)
         except asyncio.TimeoutError:
             result.hung = True
             await _interrupt(client, result)
@@ -208,15 +219,37 @@ async def _run(request: AgentRequest) -> AgentResult:
     elapsed_ms = int((time.monotonic() - started) * 1000)
     result.duration_ms = result.duration_ms or elapsed_ms
     if result.hung:
-        result.duration_ms = elapsed_ms
+        result.duration_ms = int((time.monotonic() - began["conversation"]) * 1000)
     result.stderr_tail = stderr_lines
     return result
 
 
-async def _collect(client: Any, result: AgentResult) -> None:
+async def _collect_within_backstop(client: Any, result: AgentResult, request: AgentRequest, began: dict[str, float]) -> None:
+    """Collect the run; raise asyncio.TimeoutError at the backstop. The backstop starts at the init
+    message: before it the CLI is connecting the arm's MCP servers, bounded by their wait on top."""
+    started = asyncio.Event()
+    collecting = asyncio.ensure_future(_collect(client, result, started))
+    starting = asyncio.ensure_future(started.wait())
+    try:
+        await asyncio.wait(
+            {collecting, starting}, timeout=request.startup_wait_s + request.wall_clock_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        starting.cancel()
+    if not (started.is_set() or collecting.done()):
+        collecting.cancel()
+        await asyncio.gather(collecting, return_exceptions=True)
+        raise asyncio.TimeoutError
+    began["conversation"] = time.monotonic()
+    await asyncio.wait_for(collecting, timeout=request.wall_clock_s)
+
+
+async def _collect(client: Any, result: AgentResult, started: asyncio.Event | None = None) -> None:
     try:
         async for message in client.receive_response():
             _absorb_message(message, result)
+            if started is not None and result.offer is not None:
+                started.set()
     except Exception as exc:
         if not _absorb_result_error(exc, result):
             raise
@@ -248,9 +281,11 @@ def _absorb_result_error(exc: Exception, result: AgentResult) -> bool:
 
 
 def _absorb_message(message: Any, result: AgentResult) -> None:
-    from claude_agent_sdk import AssistantMessage, ResultMessage, ToolResultBlock, ToolUseBlock, UserMessage
+    from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, ToolResultBlock, ToolUseBlock, UserMessage
 
-    if isinstance(message, AssistantMessage):
+    if isinstance(message, SystemMessage) and message.subtype == "init" and result.offer is None:
+        result.offer = _offer(message.data)
+    elif isinstance(message, AssistantMessage):
         # One API reply can arrive as several messages (one per content block), with one id. The CLI
         # reports a failed API call as an assistant message of its own (model "<synthetic>", with
         # `error` set): that is no reply of the model.
@@ -297,6 +332,18 @@ def _absorb_message(message: Any, result: AgentResult) -> None:
             result.usage_total = sum_tokens(by_model.values())
         elif message.usage:
             result.usage_total = tokens_from_snake(message.usage)
+
+
+def _offer(data: Any) -> ToolOffer:
+    """The init message's MCP server statuses and tools (the first init only: a later one would
+    describe a later moment than the first model request)."""
+    data = data if isinstance(data, dict) else {}
+    servers = {
+        str(server.get("name")): str(server.get("status"))
+        for server in data.get("mcp_servers") or []
+        if isinstance(server, dict)
+    }
+    return ToolOffer(servers=servers, tools=tuple(str(tool) for tool in data.get("tools") or []))
 
 
 def _attach_tool_result(result: AgentResult, block: Any) -> None:

@@ -26,6 +26,11 @@ DEFAULT_FLOOR = 3
 DEFAULT_TURN_CAP = 40
 DEFAULT_WALL_CLOCK_MS = 300_000
 DEFAULT_READY_TIMEOUT_MS = 60_000
+# How long the CLI waits for an arm's MCP servers before its first model request (its MCP_TIMEOUT).
+# The CLI's own default, 30 s, let a server that needs 35 s miss the first request; twice that
+# costs nothing to a server that starts fast. At least 1 s: below, every server would miss it.
+DEFAULT_MCP_TIMEOUT_MS = 60_000
+MIN_MCP_TIMEOUT_MS = 1_000
 WHITESPACE_POLICIES = ("exact", "strip", "collapse")
 CHANGE_OPS = ("set", "append", "add", "remove", "delete")
 DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
@@ -146,6 +151,7 @@ class Bench:
     state_policy: Mapping[str, Any] = field(default_factory=dict)  # [checker] table, for checker.StatePolicy
     exec_audit: str = DEFAULT_EXEC_AUDIT  # auto | required | off
     sandbox: str = DEFAULT_SANDBOX  # auto | required | off
+    mcp_timeout_ms: int = DEFAULT_MCP_TIMEOUT_MS  # the CLI's wait for MCP servers (isolation/tool_offer.py)
 
     @property
     def root(self) -> Path:
@@ -368,7 +374,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
-        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox",
+        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -437,6 +443,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         state_policy=state_policy,
         exec_audit=exec_audit,
         sandbox=sandbox,
+        mcp_timeout_ms=bench.integer("mcp_timeout_ms", DEFAULT_MCP_TIMEOUT_MS, minimum=MIN_MCP_TIMEOUT_MS),
     )
 
 

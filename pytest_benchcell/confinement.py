@@ -26,6 +26,7 @@ from .config import Arm, Bench, BenchConfigError, fill_placeholders
 from .environment import Environment, TrialInfo
 from .isolation import exec_audit, sandbox
 from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+from .isolation.tool_offer import mcp_wait
 
 GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
 
@@ -122,6 +123,7 @@ def confine(
 ) -> Confinement:
     """Build the trial's confinement (raises ConfinementError with the reason)."""
     env = _agent_environment(arm, values, folder, where)
+    env.update(mcp_wait(bench, arm).environment())  # the CLI waits for the arm's MCP servers
     tracer = exec_audit_state(bench, arm)
     if not tracer.available and bench.exec_audit == "required" and "Bash" in arm.tools and require_audit:
         raise ConfinementError(f'{bench.path}: [bench] exec_audit = "required", but {tracer.reason}: {exec_audit.INSTALL_HINT}')

@@ -417,9 +417,10 @@ class TrialItem(pytest.Item):
         state = self.config.stash[SITTING_KEY]
         plugins = self.config.pluginmanager
         if plugins.hasplugin("timeout"):
-            # The trial bounds itself (readiness bound + backstop); a global --timeout meant for
-            # unit tests must not cut it short. The marker overrides the global value.
-            bound_s = (state.bench.ready_timeout_ms + state.wall_clock_ms) / 1000 + TRIAL_TIMEOUT_MARGIN_S
+            # The trial bounds itself (readiness bound + MCP servers' wait + backstop); a global
+            # --timeout meant for unit tests must not cut it short. The marker overrides the global value.
+            mcp_wait_ms = state.bench.mcp_timeout_ms if state.bench.arms[planned.arm].mcp_servers else 0
+            bound_s = (state.bench.ready_timeout_ms + mcp_wait_ms + state.wall_clock_ms) / 1000 + TRIAL_TIMEOUT_MARGIN_S
             self.add_marker(pytest.mark.timeout(bound_s))
         if plugins.hasplugin("rerunfailures"):
             self.add_marker(pytest.mark.flaky(reruns=0))  # a trial is a draw: never retried

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ __all__ = [
     "Step",
     "ToolUse",
     "Usage",
+    "offered_tools",
     "prompt_text",
 ]
 
@@ -77,6 +79,10 @@ EXHAUSTED_TEXT = "(script exhausted)"
 DEFAULT_MODEL_NAME = "scripted"
 CHARS_PER_TOKEN = 4
 MESSAGES_PATH = "/v1/messages"
+# With tool search on, the CLI defers MCP tools: it names them in a system reminder of the first user
+# message instead of the tools array (CLI 2.1.332: "The following deferred tools are now available
+# via ToolSearch. ...:" then one name per line).
+DEFERRED_TOOLS = re.compile(r"deferred tools are now available[^\n]*\n(.*?)</system-reminder>", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,20 @@ def prompt_text(body: dict[str, Any]) -> tuple[str, str]:
     head_parts.extend(_dumps(message) for message in messages[:-1])
     final = _dumps(messages[-1]) if messages else ""
     return "".join(head_parts), final
+
+
+def offered_tools(body: dict[str, Any]) -> tuple[str, ...]:
+    """The tools a Messages API request offers the model: the tools array (but for entries with
+    `defer_loading`, which the CLI adds as placeholders) and the deferred tools it names."""
+    tools = [str(tool.get("name")) for tool in body.get("tools") or [] if isinstance(tool, dict) and not tool.get("defer_loading")]
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = content if isinstance(content, list) else [{"text": content}]
+        for block in blocks:
+            text = block.get("text") if isinstance(block, dict) else None
+            for listing in DEFERRED_TOOLS.findall(text if isinstance(text, str) else ""):
+                tools.extend(line.strip() for line in listing.splitlines() if line.strip())
+    return tuple(dict.fromkeys(tools))
 
 
 def _common_prefix_length(left: str, right: str) -> int:
@@ -413,6 +433,13 @@ class ScriptedModel:
         """
         with self._lock:
             return list(self._usages)
+
+    @property
+    def first_request_tools(self) -> tuple[str, ...] | None:
+        """The tools the first request offered the model (see offered_tools); None before any request."""
+        with self._lock:
+            first = self._requests[0] if self._requests else None
+        return offered_tools(first) if first is not None else None
 
     @property
     def steps_played(self) -> int:

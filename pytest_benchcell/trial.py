@@ -29,6 +29,7 @@ from . import __version__, checker, isolation
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .isolation.tool_audit import find_leaks
 from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_state, write_roots
+from .isolation.tool_offer import arm_not_offered, mcp_wait
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .environment import Environment, TrialInfo
 from .sample import (
@@ -409,8 +410,11 @@ def _run_and_score(
             mcp_servers=mcp_servers,
             guard=_in_band_guard(arm, values, roots),
             cli_path=confined.cli_path,
+            startup_wait_s=mcp_wait(bench, arm).seconds,
         )
         result = agent_runner(request)
+        if scripted_model is not None:
+            result.first_request_tools = scripted_model.first_request_tools
     finally:
         if scripted_model is not None:
             scripted_model.stop()
@@ -506,6 +510,10 @@ def _score(
 ) -> None:
     task = spec.bench.tasks[spec.task]
     arm = spec.bench.arms[spec.arm]
+    not_offered = arm_not_offered(spec.bench, arm, result)  # the agent never saw its arm's tools: no measure
+    if not_offered:
+        _mark(sample, STATUS_INVALID, None, not_offered)
+        return
     servers = tuple(f"mcp__{server.name}__" for server in arm.mcp_servers)
     leaks = find_leaks(
         result.transcript,

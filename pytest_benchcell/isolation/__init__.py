@@ -12,7 +12,8 @@ Pure: no pytest, no claude_agent_sdk. The modules, from the command line inwards
 - `curl_rule.py`   where curl may connect when an arm confines it, and the one URL judge (allow_urls);
 - `tool_audit.py`  after the run, re-checks the tool calls the CLI streamed back;
 - `exec_audit.py`  after the run, checks every program the Bash commands actually executed (strace);
-- `hygiene.py`     the environment the agent sees: a curated PATH and no harness variables.
+- `hygiene.py`     the environment the agent sees: a curated PATH and no harness variables;
+- `tool_offer.py`  whether the agent's first model request offered exactly the arm's tools.
 """
 
 from __future__ import annotations
