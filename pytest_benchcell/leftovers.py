@@ -69,6 +69,7 @@ class Removal:
     left: tuple[str, ...] = ()  # up to LEFT_SHOWN paths left behind, relative to root, each with why
     left_count: int = 0
     timed_out: bool = False
+    time_limit_s: float = REMOVAL_TIME_LIMIT_S
 
     @property
     def complete(self) -> bool:
@@ -80,7 +81,7 @@ class Removal:
             return f"removed {self.root} ({self.removed} entries)"
         parts = []
         if self.timed_out:
-            parts.append(f"the time limit of {REMOVAL_TIME_LIMIT_S:g} s was reached")
+            parts.append(f"the time limit of {self.time_limit_s:g} s was reached")
         if self.left_count:
             more = f" (+{self.left_count - len(self.left)} more)" if self.left_count > len(self.left) else ""
             parts.append(f"{self.left_count} entries could not be removed: {'; '.join(self.left)}{more}")
@@ -93,14 +94,17 @@ class Removal:
             "left": list(self.left),
             "left_count": self.left_count,
             "timed_out": self.timed_out,
+            "time_limit_s": self.time_limit_s,
             "description": self.describe(),
         }
 
 
-def remove_tree(root: Path, *, time_limit_s: float = REMOVAL_TIME_LIMIT_S, clock: Callable[[], float] = time.monotonic) -> Removal:
+def remove_tree(root: Path, *, time_limit_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> Removal:
     """Delete `root` and everything in it, never following a link; never raises (see the module
-    docstring). `root` itself may be a link or a file: then only that name is removed."""
-    remover = _Remover(Path(root), clock() + time_limit_s, clock)
+    docstring). `root` itself may be a link or a file: then only that name is removed. The time
+    limit is REMOVAL_TIME_LIMIT_S unless given."""
+    limit = REMOVAL_TIME_LIMIT_S if time_limit_s is None else time_limit_s
+    remover = _Remover(Path(root), clock() + limit, clock)
     try:
         if _BY_HANDLE:
             remover.by_handle()
@@ -108,7 +112,7 @@ def remove_tree(root: Path, *, time_limit_s: float = REMOVAL_TIME_LIMIT_S, clock
             remover.by_path()
     except Exception as exc:  # noqa: BLE001 - a removal must never cost the trial its sample
         remover.leave("", f"removal stopped: {type(exc).__name__}: {exc}")
-    return Removal(str(root), remover.removed, tuple(remover.left), remover.left_count, remover.timed_out)
+    return Removal(str(root), remover.removed, tuple(remover.left), remover.left_count, remover.timed_out, limit)
 
 
 @dataclass
@@ -344,10 +348,13 @@ def _retry_writable(fd: int, action: Callable[[], None], *, ours: bool) -> None:
     root's parent is the harness's, and is never changed."""
     try:
         action()
-    except PermissionError:
+    except PermissionError as refused:
         if not ours:
             raise
-        os.fchmod(fd, 0o700)
+        try:
+            os.fchmod(fd, 0o700)
+        except OSError:
+            raise refused from None  # the folder is not ours to change: report the first refusal
         action()
 
 

@@ -190,7 +190,7 @@ def run_trial(
         _mark(sample, STATUS_ERROR, None, f"interrupted: {_interruption(exc)}")
     finally:
         interrupted = _tear_down(hooks, info, environment, workdir, sample)
-        escaping = escaping or interrupted
+        escaping = interrupted or escaping  # an interrupt wins: the sitting must stop
     sample["ended_at"] = utc_now_iso()
     if info is not None:
         try:
@@ -198,7 +198,7 @@ def run_trial(
         except HarnessError as exc:
             _mark(sample, STATUS_ERROR, None, "; ".join(part for part in (sample["reason"], str(exc)) if part))
         except BaseException as exc:  # noqa: BLE001 - an interrupt here too: recorded first, then passed on
-            escaping = escaping or exc
+            escaping = exc
     secrets = _secrets(bench, bench.arms[spec.arm], environment)
     recorded = _record(spec, redact(sample, secrets))
     if on_recorded is not None:
