@@ -172,28 +172,27 @@ class _Remover:
                 return fd
             if here.subfolders:
                 name = here.subfolders.pop()
-                path = self._path(stack, name)
                 try:
                     info = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
-                    self.leave(path, _why(exc))
+                    self.leave(self._path(stack, name), _why(exc))
                     here.incomplete = True
                     continue
                 if not stat.S_ISDIR(info.st_mode):  # a link or file (the root itself, or replaced since listed)
-                    self._unlink(fd, name, path, stack)
+                    self._unlink(fd, name, stack)
                     continue
                 if self.device is None:
                     self.device = info.st_dev
                 if info.st_dev != self.device:
-                    self.leave(path, "another file system is mounted here; not entered")
+                    self.leave(self._path(stack, name), "another file system is mounted here; not entered")
                     here.incomplete = True
                     continue
                 try:
                     child = self._open_folder(fd, name, (info.st_dev, info.st_ino))
                 except OSError as exc:
-                    self.leave(path, _why(exc))
+                    self.leave(self._path(stack, name), _why(exc))
                     here.incomplete = True
                     continue
                 os.close(fd)
@@ -202,7 +201,7 @@ class _Remover:
                 try:
                     self._clear(fd, stack)
                 except OSError as exc:
-                    self.leave(path, _why(exc))
+                    self.leave(self._path(stack), _why(exc))
                     stack[-1].incomplete = True
                 continue
             if len(stack) == 1:
@@ -224,7 +223,7 @@ class _Remover:
             if done.incomplete:
                 parent.incomplete = True
                 continue
-            self._rmdir(fd, done.name, self._path(stack, done.name), stack)
+            self._rmdir(fd, done.name, stack)
         return fd
 
     def _clear(self, fd: int, stack: list[_Folder]) -> None:
@@ -241,9 +240,9 @@ class _Remover:
                 if is_folder:
                     here.subfolders.append(entry.name)
                 else:
-                    self._unlink(fd, entry.name, self._path(stack, entry.name), stack)
+                    self._unlink(fd, entry.name, stack)
 
-    def _unlink(self, fd: int, name: str, path: str, stack: list[_Folder]) -> None:
+    def _unlink(self, fd: int, name: str, stack: list[_Folder]) -> None:
         here = stack[-1]
         try:
             _retry_writable(fd, lambda: os.unlink(name, dir_fd=fd), ours=len(stack) > 1)
@@ -254,10 +253,10 @@ class _Remover:
             if exc.errno == errno.EISDIR:  # became a folder since it was listed
                 here.subfolders.append(name)
                 return
-            self.leave(path, _why(exc))
+            self.leave(self._path(stack, name), _why(exc))
             here.incomplete = True
 
-    def _rmdir(self, fd: int, name: str, path: str, stack: list[_Folder]) -> None:
+    def _rmdir(self, fd: int, name: str, stack: list[_Folder]) -> None:
         parent = stack[-1]
         try:
             _retry_writable(fd, lambda: os.rmdir(name, dir_fd=fd), ours=len(stack) > 1)
@@ -270,7 +269,7 @@ class _Remover:
                 parent.revisits[name] = revisits + 1  # something still running added entries: empty it again
                 parent.subfolders.append(name)
                 return
-            self.leave(path, _why(exc))
+            self.leave(self._path(stack, name), _why(exc))
             parent.incomplete = True
 
     def _open_folder(self, fd: int, name: str, identity: tuple[int, int]) -> int:

@@ -19,8 +19,9 @@ from benches import BENCH_TOML
 
 from pytest_benchcell import Environment, leftovers
 from pytest_benchcell.config import load_bench
+from pytest_benchcell.isolation import exec_audit
 from pytest_benchcell.isolation.exec_audit import ExecAudit, ExecPolicy, Tracer
-from pytest_benchcell.leftovers import Refused, printable, read_folder, read_regular, remove_tree
+from pytest_benchcell.leftovers import Refused, Removal, printable, read_folder, read_regular, remove_tree
 from pytest_benchcell.store import Store
 from pytest_benchcell.trial import TrialSpec, run_trial
 
@@ -57,7 +58,7 @@ def test_a_deep_tree_with_links_out_a_fifo_and_a_hard_link_is_removed_and_nothin
 ) -> None:
     root = tmp_path / "trial"
     root.mkdir()
-    nest(root, 3000, "n" * 40)  # 123,000 characters of path: no recursion, no path string
+    nest(root, 1200, "n" * 40)  # 49,200 characters of path: no recursion, no path string
     (root / "link-to-file").symlink_to(outside["file"])
     (root / "link-to-folder").symlink_to(outside["folder"])
     (root / "link-to-folder-slash").symlink_to(f"{outside['folder']}/")
@@ -74,7 +75,7 @@ def test_a_deep_tree_with_links_out_a_fifo_and_a_hard_link_is_removed_and_nothin
     removal = remove_tree(root)
 
     assert removal.complete and removal.left == () and not root.exists()
-    assert removal.removed == 3000 + 1 + 9 + 1  # the folders, the deepest FIFO, the entries, the root
+    assert removal.removed == 1200 + 1 + 9 + 1  # the folders, the deepest FIFO, the entries, the root
     assert outside["file"].read_text() == "the answer key"
     after = outside["file"].stat()
     assert (after.st_nlink, stat.S_IMODE(after.st_mode), after.st_ino) == (1, 0o640, before.st_ino)
@@ -285,7 +286,7 @@ def littering_runner(folders: list[Path]) -> Any:
     def run(request: Any) -> Any:
         cwd = Path(request.cwd)
         folders.append(cwd.parent)
-        nest(cwd, 1500, "d")
+        nest(cwd, 1200, "d")
         (cwd / "key.toml").symlink_to(BENCH_PATH[0])
         os.mkfifo(cwd / "fifo")
         raise TypeError("the agent runner broke")
@@ -343,3 +344,16 @@ def test_what_could_not_be_removed_is_kept_in_the_sample(tmp_path: Path, monkeyp
     assert "was not removed entirely" in sample["leftovers"]["description"]
     monkeypatch.undo()
     assert remove_tree(folders[0]).complete and BENCH_PATH[0].read_text() == BENCH_TOML
+
+
+def test_the_readme_states_the_guarantee_with_the_limits_the_code_applies() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("**What the agent leaves behind**")
+    paragraph = " ".join(readme[start : readme.index("\n\n", start)].split())
+    assert f"within {leftovers.REMOVAL_TIME_LIMIT_S:g} s" in paragraph
+    assert f"up to {exec_audit.LOG_BYTE_LIMIT // (1024 * 1024)} MiB each" in paragraph
+    assert "exactly one sample" in paragraph and "`exec records refused: ...`" in paragraph
+    assert printable("\x1b[31m") in paragraph  # the escape shown is the one printable() writes
+    row = next(line for line in readme.splitlines() if line.startswith("| `leftovers` |"))
+    record = Removal("r", 0, ("x: why",), 1).as_dict()
+    assert [f"`{key}`" in row for key in record] == [True] * len(record)
