@@ -199,6 +199,7 @@ def run_trial(
             _mark(sample, STATUS_ERROR, None, "; ".join(part for part in (sample["reason"], str(exc)) if part))
         except BaseException as exc:  # noqa: BLE001 - an interrupt here too: recorded first, then passed on
             escaping = exc
+            sample["reason"] = "; ".join(part for part in (sample["reason"], f"update_sample interrupted: {_interruption(exc)}") if part)
     secrets = _secrets(bench, bench.arms[spec.arm], environment)
     recorded = _record(spec, redact(sample, secrets))
     if on_recorded is not None:

@@ -104,6 +104,22 @@ def test_the_time_limit_stops_the_removal_and_says_what_is_left(tmp_path: Path) 
     assert remove_tree(root).complete  # what was left is removed by a later call
 
 
+def test_where_the_system_has_no_handle_relative_calls_paths_are_removed_without_following_links(
+    tmp_path: Path, outside: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback for Windows, exercised here by turning the capability off."""
+    monkeypatch.setattr(leftovers, "_BY_HANDLE", False)
+    root = tmp_path / "trial"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "link-to-folder").symlink_to(outside["folder"])
+    (root / "a" / "link-to-file").symlink_to(outside["file"])
+    os.mkfifo(root / "a" / "fifo")
+    assert remove_tree(root).complete and not root.exists()
+    assert outside["file"].read_text() == "the answer key" and [p.name for p in outside["folder"].iterdir()] == ["kept.txt"]
+    (tmp_path / "linked").symlink_to(outside["folder"])
+    assert remove_tree(tmp_path / "linked").complete and (outside["folder"] / "kept.txt").exists()
+
+
 NOBODY = next((user for user in pwd.getpwall() if user.pw_name == "nobody"), None)
 # An interpreter another user may start (this venv's may live under /root); leftovers.py needs only the standard library.
 OTHERS_PYTHON = next((path for path in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(path) and os.stat(path).st_mode & 0o001), None)
@@ -318,8 +334,7 @@ def test_an_interrupt_in_teardown_or_update_sample_is_recorded_then_passed_on(tm
         run_trial(spec, Hooks(raising={hook: KeyboardInterrupt()}), agent_runner=littering_runner(folders))
     (sample,) = stored(spec)
     assert sample["status"] == "error" and sample["reason"].startswith("internal: TypeError: the agent runner broke")
-    if hook == "teardown":
-        assert sample["reason"].endswith("; teardown interrupted: Ctrl-C during the trial")
+    assert sample["reason"].endswith(f"; {hook} interrupted: Ctrl-C during the trial")
     assert not folders[0].exists() and "leftovers" not in sample
     assert BENCH_PATH[0].read_text() == BENCH_TOML
 
