@@ -11,8 +11,6 @@ harness imports.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -82,6 +80,8 @@ SCRIPTS = {{
 }}
 
 def pytest_benchcell_provision(trial):
+    with open({folders_log!r}, "a") as log:  # where the trial's folders are, to check they are gone
+        log.write(str(trial.workdir.parent) + "\\n")
     return Environment(data=trial.agent_cwd)
 
 def pytest_benchcell_snapshot(trial, environment):
@@ -98,7 +98,7 @@ def pytest_benchcell_script(trial, environment):
 
 def write(pytester: pytest.Pytester) -> dict[str, Path]:
     bench = pytester.makefile(".toml", bench=textwrap.dedent(BENCH_TOML))
-    markers = {"python": pytester.path / "python-ran"}
+    markers = {"python": pytester.path / "python-ran", "folders": pytester.path / "trial-folders.log"}
     runner = pytester.mkdir("bin") / "runner"  # the loose arm's one binary: a shell script
     runner.write_text('#!/bin/sh\nexec /bin/sh -c "$1"\n')
     runner.chmod(0o755)
@@ -109,19 +109,15 @@ def write(pytester: pytest.Pytester) -> dict[str, Path]:
             bench_dir=pytester.path,
             escape_name=ESCAPE_NAME.replace("\\", "\\\\"),
             python_marker=markers["python"],
+            folders_log=str(markers["folders"]),
         )
     )
     return {"bench": bench, **markers}
 
 
-def trial_folders() -> set[str]:
-    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("benchcell-")}
-
-
 def test_what_the_agent_leaves_costs_no_sample_reveals_nothing_and_is_removed(pytester: pytest.Pytester) -> None:
     paths = write(pytester)
     bench_text = paths["bench"].read_bytes()
-    before = trial_folders()
     result = pytester.runpytest("--bench-arm", "litter", "--bench-task", "litter", "--bench-scripted", "-rA", "-v")
     # exactly one sample, scored: the checker named the files the agent left
     result.assert_outcomes(failed=1)
@@ -148,9 +144,10 @@ def test_what_the_agent_leaves_costs_no_sample_reveals_nothing_and_is_removed(py
     # nothing ran in the harness from the Python files left behind
     assert not paths["python"].exists()
     # nothing left behind: the trial's folder is gone, the link's target intact
-    assert trial_folders() - before == set()
+    (folder,) = paths["folders"].read_text().splitlines()
+    assert Path(folder).name.startswith("benchcell-litter-litter-t1-") and not Path(folder).exists()
     assert paths["bench"].read_bytes() == bench_text and not paths["bench"].is_symlink()
-    assert {p.name for p in pytester.path.iterdir()} - {".pytest_cache"} == {"bench.toml", "bin", "conftest.py", "results"}
+    assert {p.name for p in pytester.path.iterdir()} - {".pytest_cache"} == {"bench.toml", "bin", "conftest.py", "results", "trial-folders.log"}
 
 
 @pytest.mark.skipif(not find_tracer().available, reason="the execution audit is not available here")
