@@ -372,3 +372,27 @@ def test_the_readme_states_the_guarantee_with_the_limits_the_code_applies() -> N
     row = next(line for line in readme.splitlines() if line.startswith("| `leftovers` |"))
     record = Removal("r", 0, ("x: why",), 1).as_dict()
     assert [f"`{key}`" in row for key in record] == [True] * len(record)
+
+
+def test_text_reports_show_names_from_a_store_with_visible_escapes_and_the_json_keeps_them(tmp_path: Path) -> None:
+    """A store can come from anyone (benchcell report reads several): its folder names and lines
+    reach the report, and the terminal, Markdown and HTML renderings must not carry their escapes."""
+    from sample_factory import cell_samples, write_samples
+
+    from pytest_benchcell.report import ReportSettings, build_report, render_html, render_json, render_markdown, render_terminal
+
+    arm = "cli\x1b]0;pwned\x07\x1b[31m"
+    store = write_samples(tmp_path, [*cell_samples(arm, "t1", 3), *cell_samples("mcp", "t1", 3)])
+    report = build_report(store, ReportSettings())
+    for text in ("\n".join(render_terminal(report)), render_markdown(report), render_html(report) if _has_matplotlib() else ""):
+        assert "\x1b" not in text and "\x07" not in text
+    assert r"cli\x1b]0;pwned\x07\x1b[31m" in "\n".join(render_terminal(report))
+    assert arm in {row["arm"] for row in json.loads(render_json(report))["headline"]["rows"]}
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
