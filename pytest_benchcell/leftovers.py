@@ -441,10 +441,14 @@ def _check_regular(info: os.stat_result, limit: int) -> None:
         raise Refused(f"{info.st_size} bytes, over the limit of {limit}")
 
 
-def read_folder(folder: str | Path, *, suffix: str, limit: int, count_limit: int) -> tuple[dict[str, bytes], dict[str, str]]:
+def read_folder(
+    folder: str | Path, *, suffix: str, limit: int, count_limit: int, total_limit: int | None = None
+) -> tuple[dict[str, bytes], dict[str, str]]:
     """The files named `*suffix` directly in `folder` (the folder itself not reached through a link):
     ({name: bytes} of those read, {name: why} of those refused; "." when the folder itself is refused).
-    At most `count_limit` files are read, each at most `limit` bytes (read_regular)."""
+    At most `count_limit` files are read, each at most `limit` bytes (read_regular), and no file once
+    `total_limit` bytes have been read (by default count_limit * limit)."""
+    budget = count_limit * limit if total_limit is None else total_limit
     read: dict[str, bytes] = {}
     refused: dict[str, str] = {}
     try:
@@ -461,9 +465,12 @@ def read_folder(folder: str | Path, *, suffix: str, limit: int, count_limit: int
                 refused[name] = f"over the limit of {count_limit} files"
                 continue
             try:
-                read[name] = read_regular(name if fd is not None else os.path.join(folder, name), limit=limit, dir_fd=fd)
+                data = read_regular(name if fd is not None else os.path.join(folder, name), limit=min(limit, budget), dir_fd=fd)
             except Refused as exc:
-                refused[name] = str(exc)
+                refused[name] = str(exc) if budget >= limit else f"{exc} (what is left of the total limit of {total_limit} bytes)"
+                continue
+            read[name] = data
+            budget -= len(data)
     finally:
         if fd is not None:
             os.close(fd)

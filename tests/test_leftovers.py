@@ -222,6 +222,10 @@ def test_read_folder_reads_regular_files_only_and_never_through_a_linked_folder(
     read, refused = read_folder(folder, suffix=".log", limit=100, count_limit=1)
     assert read == {"1.log": b"one"}
     assert refused == {"0.log": "a FIFO, not a regular file", "2.log": "over the limit of 1 files"}
+    (folder / "3.log").write_text("three")
+    read, refused = read_folder(folder, suffix=".log", limit=4, count_limit=10, total_limit=6)
+    assert read == {"1.log": b"one", "2.log": b"two"}
+    assert refused["3.log"] == "5 bytes, over the limit of 0 (what is left of the total limit of 6 bytes)"
     (tmp_path / "linked").symlink_to(outside["folder"])
     assert read_folder(tmp_path / "linked", suffix=".txt", limit=100, count_limit=10) == ({}, {".": "a symbolic link, not a folder"})
 

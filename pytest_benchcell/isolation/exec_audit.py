@@ -82,6 +82,7 @@ STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-e", f"trace={TRACED_CALLS}"
 CALIBRATION_TIMEOUT_S = 20.0
 LOG_BYTE_LIMIT = 64 * 1024 * 1024  # one command's log; a larger one is refused (what ran is then unknown)
 LOG_COUNT_LIMIT = 10_000  # logs read per trial (one per Bash command: far above any turn cap)
+LOG_TOTAL_LIMIT = 512 * 1024 * 1024  # all logs of one trial together
 
 
 # --------------------------------------------------------------------------------------------
@@ -561,7 +562,9 @@ class ExecAudit:
         could write, so only regular files with one name are read, never through a link, each up to
         LOG_BYTE_LIMIT (leftovers.read_folder): a FIFO or a huge file planted there cannot hang or
         exhaust the harness, a link cannot make it read a file outside."""
-        read, refused = read_folder(self.logs, suffix=".log", limit=LOG_BYTE_LIMIT, count_limit=LOG_COUNT_LIMIT)
+        read, refused = read_folder(
+            self.logs, suffix=".log", limit=LOG_BYTE_LIMIT, count_limit=LOG_COUNT_LIMIT, total_limit=LOG_TOTAL_LIMIT
+        )
         names = sorted(read, key=lambda name: (len(name), name))
         return [parse_strace_log(read[name].decode(errors="replace"), log=name) for name in names], refused
 
