@@ -136,6 +136,7 @@ class _Remover:
         self.left_count = 0
         self.timed_out = False
         self.device: int | None = None  # the root's file system: never left
+        self.fd = -1  # the folder open now (by handle)
 
     def leave(self, path: str, why: str) -> None:
         self.left_count += 1
@@ -152,24 +153,24 @@ class _Remover:
 
     def by_handle(self) -> None:
         try:
-            fd = os.open(self.root.parent, os.O_RDONLY | _DIRECTORY | _CLOEXEC)  # the harness's own folder
+            self.fd = os.open(self.root.parent, os.O_RDONLY | _DIRECTORY | _CLOEXEC)  # the harness's own folder
         except FileNotFoundError:
             return
         try:
-            start = os.fstat(fd)
-            stack = [_Folder("", (start.st_dev, start.st_ino), [self.root.name])]
-            fd = self._walk(fd, stack)
+            start = os.fstat(self.fd)
+            self._walk([_Folder("", (start.st_dev, start.st_ino), [self.root.name])])
         finally:
-            os.close(fd)
+            os.close(self.fd)  # whichever folder is open now, also when something raised mid-way
 
-    def _walk(self, fd: int, stack: list[_Folder]) -> int:
-        """Empty and remove every folder on the stack, deepest first; one handle open at a time.
-        Returns the handle open at the end (the caller closes it)."""
+    def _walk(self, stack: list[_Folder]) -> None:
+        """Empty and remove every folder on the stack, deepest first, with one folder open at a
+        time (self.fd: the deepest one on the stack)."""
+        fd = self.fd
         while stack:
             here = stack[-1]
             if self.out_of_time():
                 self.leave(self._path(stack), "left when the time limit was reached")
-                return fd
+                return
             if here.subfolders:
                 name = here.subfolders.pop()
                 try:
@@ -196,7 +197,7 @@ class _Remover:
                     here.incomplete = True
                     continue
                 os.close(fd)
-                fd = child
+                self.fd = fd = child
                 stack.append(_Folder(name, (info.st_dev, info.st_ino)))
                 try:
                     self._clear(fd, stack)
@@ -205,26 +206,25 @@ class _Remover:
                     stack[-1].incomplete = True
                 continue
             if len(stack) == 1:
-                return fd  # the root's parent: done
+                return  # the root's parent: done
             try:
                 up = os.open("..", _FOLDER_FLAGS, dir_fd=fd)
             except OSError as exc:
                 self.leave(self._path(stack), f"cannot return to its parent folder: {_why(exc)}")
-                return fd
+                return
             parent_info = os.fstat(up)
             if (parent_info.st_dev, parent_info.st_ino) != stack[-2].identity:
                 os.close(up)
                 self.leave(self._path(stack), "moved out of the tree while being removed; stopped")
-                return fd
+                return
             os.close(fd)
-            fd = up
+            self.fd = fd = up
             done = stack.pop()
             parent = stack[-1]
             if done.incomplete:
                 parent.incomplete = True
                 continue
             self._rmdir(fd, done.name, stack)
-        return fd
 
     def _clear(self, fd: int, stack: list[_Folder]) -> None:
         """Unlink every entry of the folder open as `fd` that is not a folder; list its subfolders."""
