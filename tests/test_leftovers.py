@@ -300,26 +300,22 @@ class Hooks:
         return hook
 
 
-def littering_runner(folders: list[Path]) -> Any:
+def littering_runner(folders: list[Path], spec: TrialSpec) -> Any:
     """An agent run that leaves a deep tree, a link to bench.toml and a FIFO, then fails."""
 
     def run(request: Any) -> Any:
         cwd = Path(request.cwd)
         folders.append(cwd.parent)
         nest(cwd, 1200, "d")
-        (cwd / "key.toml").symlink_to(BENCH_PATH[0])
+        (cwd / "key.toml").symlink_to(spec.bench.path)
         os.mkfifo(cwd / "fifo")
         raise TypeError("the agent runner broke")
 
     return run
 
 
-BENCH_PATH: list[Path] = []
-
-
 def spec_for(tmp_path: Path) -> TrialSpec:
     (tmp_path / "bench.toml").write_text(BENCH_TOML)
-    BENCH_PATH[:] = [tmp_path / "bench.toml"]
     bench = load_bench(tmp_path / "bench.toml")
     return TrialSpec(bench=bench, arm="bare", task="say-hello", trial=1, model_kind="scripted", sitting="s",
                      turn_cap=4, wall_clock_ms=30_000, store=Store(bench.store))  # fmt: skip
@@ -335,18 +331,18 @@ def test_an_interrupt_in_teardown_or_update_sample_is_recorded_then_passed_on(tm
     spec = spec_for(tmp_path)
     folders: list[Path] = []
     with pytest.raises(KeyboardInterrupt):
-        run_trial(spec, Hooks(raising={hook: KeyboardInterrupt()}), agent_runner=littering_runner(folders))
+        run_trial(spec, Hooks(raising={hook: KeyboardInterrupt()}), agent_runner=littering_runner(folders, spec))
     (sample,) = stored(spec)
     assert sample["status"] == "error" and sample["reason"].startswith("internal: TypeError: the agent runner broke")
     assert sample["reason"].endswith(f"; {hook} interrupted: Ctrl-C during the trial")
     assert not folders[0].exists() and "leftovers" not in sample
-    assert BENCH_PATH[0].read_text() == BENCH_TOML
+    assert spec.bench.path.read_text() == BENCH_TOML
 
 
 def test_what_a_hook_adds_that_json_cannot_hold_is_stored_as_text(tmp_path: Path) -> None:
     spec = spec_for(tmp_path)
     with pytest.raises(TypeError):
-        run_trial(spec, Hooks(extra={"checked_folder": tmp_path, "tags": {"one"}}), agent_runner=littering_runner([]))
+        run_trial(spec, Hooks(extra={"checked_folder": tmp_path, "tags": {"one"}}), agent_runner=littering_runner([], spec))
     (sample,) = stored(spec)
     assert sample["checked_folder"] == str(tmp_path) and sample["tags"] == "{'one'}"
 
@@ -357,12 +353,12 @@ def test_what_could_not_be_removed_is_kept_in_the_sample(tmp_path: Path, monkeyp
     monkeypatch.setattr(leftovers, "REMOVAL_TIME_LIMIT_S", 0.0)  # the setting, not the removal
     folders: list[Path] = []
     with pytest.raises(TypeError):
-        run_trial(spec, Hooks(), agent_runner=littering_runner(folders))
+        run_trial(spec, Hooks(), agent_runner=littering_runner(folders, spec))
     (sample,) = stored(spec)
     assert sample["leftovers"]["timed_out"] is True and sample["leftovers"]["root"] == str(folders[0])
     assert "was not removed entirely" in sample["leftovers"]["description"]
     monkeypatch.undo()
-    assert remove_tree(folders[0]).complete and BENCH_PATH[0].read_text() == BENCH_TOML
+    assert remove_tree(folders[0]).complete and spec.bench.path.read_text() == BENCH_TOML
 
 
 def test_the_readme_states_the_guarantee_with_the_limits_the_code_applies() -> None:
