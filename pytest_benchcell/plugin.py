@@ -426,6 +426,7 @@ class TrialItem(pytest.Item):
             self.add_marker(pytest.mark.flaky(reruns=0))  # a trial is a draw: never retried
 
     def runtest(self) -> None:
+        from .leftovers import printable
         from .sitting import sitting_spend
         from .store import Cell
         from .trial import StoreUnavailable, TrialSpec, run_trial
@@ -475,7 +476,7 @@ class TrialItem(pytest.Item):
         if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
             return
         tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
-        raise TRIAL_EXCEPTIONS[tag](sample["reason"], pytrace=False)
+        raise TRIAL_EXCEPTIONS[tag](printable(sample["reason"]), pytrace=False)  # it may quote what the agent made
 
     def _recorded(self, sample: dict[str, Any], *, task_unusable: str | None) -> None:
         """The stored sample's facts for the report, also when the trial was interrupted.
@@ -571,7 +572,9 @@ class SittingPlugin:
             return
         outcome = properties.get("benchcell_outcome")
         if status == STATUS_INVALID:  # pytest's short summary has no section for this category
-            self.invalid.append(f"INVALID {report.nodeid} - {properties.get(REASON_PROPERTY, '')}")
+            from .leftovers import printable
+
+            self.invalid.append(f"INVALID {report.nodeid} - {printable(str(properties.get(REASON_PROPERTY, '')))}")
         tally = self.state.tallies.get(tuple(cell))
         if tally is not None:
             tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0))

@@ -1005,4 +1005,8 @@ def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:
-    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False) + "\n").encode()
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False) + "\n"
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # an unpaired surrogate (a file name that is not UTF-8): kept, as a \u escape
+        return (json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=False) + "\n").encode()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checker, isolation
+from . import __version__, checker, isolation, leftovers
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .isolation.tool_audit import find_leaks
 from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_state, write_roots
@@ -185,19 +184,17 @@ def run_trial(
         escaping = exc
         _mark(sample, STATUS_ERROR, None, f"interrupted: {_interruption(exc)}")
     finally:
-        if info is not None:
-            try:
-                _call_hook(hooks.pytest_benchcell_teardown, trial=info, environment=environment)
-            except HarnessError as exc:
-                sample["reason"] = "; ".join(part for part in (sample["reason"], f"teardown: {exc}") if part)
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        interrupted = _tear_down(hooks, info, environment, workdir, sample)
+        escaping = interrupted or escaping  # an interrupt wins: the sitting must stop
     sample["ended_at"] = utc_now_iso()
     if info is not None:
         try:
             _call_hook(hooks.pytest_benchcell_update_sample, trial=info, sample=sample)
         except HarnessError as exc:
             _mark(sample, STATUS_ERROR, None, "; ".join(part for part in (sample["reason"], str(exc)) if part))
+        except BaseException as exc:  # noqa: BLE001 - an interrupt here too: recorded first, then passed on
+            escaping = exc
+            sample["reason"] = "; ".join(part for part in (sample["reason"], f"update_sample interrupted: {_interruption(exc)}") if part)
     secrets = _secrets(bench, bench.arms[spec.arm], environment)
     recorded = _record(spec, redact(sample, secrets))
     if on_recorded is not None:
@@ -205,6 +202,34 @@ def run_trial(
     if escaping is not None:
         raise escaping
     return recorded
+
+
+def _tear_down(
+    hooks: Any, info: TrialInfo | None, environment: Environment | None, workdir: Path | None, sample: dict[str, Any]
+) -> BaseException | None:
+    """The bench's teardown, then the trial's folders removed. Nothing escapes from here before the
+    sample is recorded: an interrupt (Ctrl-C, a pytest-timeout) is noted in the reason and returned,
+    to be passed on after the record. The folders hold what the agent left (deep trees, links out,
+    FIFOs): leftovers.remove_tree never follows a link, has no depth limit and a time limit, and
+    what it could not remove is kept in the sample's `leftovers`."""
+    interrupted: BaseException | None = None
+    if info is not None:
+        try:
+            _call_hook(hooks.pytest_benchcell_teardown, trial=info, environment=environment)
+        except HarnessError as exc:
+            sample["reason"] = "; ".join(part for part in (sample["reason"], f"teardown: {exc}") if part)
+        except BaseException as exc:  # noqa: BLE001 - recorded below, re-raised by run_trial
+            interrupted = exc
+            sample["reason"] = "; ".join(part for part in (sample["reason"], f"teardown interrupted: {_interruption(exc)}") if part)
+    if workdir is not None:
+        try:
+            removal = leftovers.remove_tree(workdir)
+        except BaseException as exc:  # noqa: BLE001 - an interrupt mid-removal: recorded, then passed on
+            interrupted = interrupted or exc
+            removal = leftovers.Removal(str(workdir), 0, (".: the removal was interrupted",), 1)
+        if not removal.complete:
+            sample["leftovers"] = removal.as_dict()
+    return interrupted
 
 
 def _trial_folders(spec: TrialSpec) -> tuple[Path, TrialInfo]:
@@ -648,7 +673,7 @@ def _secrets(bench: Bench, arm: Arm, environment: Environment | None) -> list[st
 
 def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
     """A copy of the sample with every secret value replaced, wherever it appears."""
-    text = json.dumps(sample, ensure_ascii=False)
+    text = json.dumps(sample, ensure_ascii=False, default=str)  # a hook may add values JSON has no type for
     for secret in secrets:
         encoded = json.dumps(secret, ensure_ascii=False)[1:-1]  # as it appears inside JSON strings
         text = text.replace(encoded, REDACTED)

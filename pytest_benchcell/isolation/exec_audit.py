@@ -74,6 +74,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..leftovers import read_folder
+
 __all__ = [
     "INSTALL_HINT",
     "Tracer",
@@ -99,6 +101,9 @@ TRACED_CALLS = "execve,execveat,fork,vfork,clone,clone3"
 MAX_STRING = 65536  # strace's -s: strings (and the number of argv entries) printed before "..."
 STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-e", f"trace={TRACED_CALLS}", "-s", str(MAX_STRING))
 CALIBRATION_TIMEOUT_S = 20.0
+LOG_BYTE_LIMIT = 64 * 1024 * 1024  # one command's log; a larger one is refused (what ran is then unknown)
+LOG_COUNT_LIMIT = 10_000  # logs read per trial (one per Bash command: far above any turn cap)
+LOG_TOTAL_LIMIT = 512 * 1024 * 1024  # all logs of one trial together
 
 
 # --------------------------------------------------------------------------------------------
@@ -656,8 +661,18 @@ class ExecAudit:
 
     def records(self) -> list[list[ExecRecord]]:
         """One list of records per Bash command that ran, in the order the commands started."""
-        logs = sorted(self.logs.glob("*.log"), key=lambda p: (len(p.stem), p.stem))
-        return [parse_strace_log(log.read_text(errors="replace"), log=log.name) for log in logs]
+        return self._read_logs()[0]
+
+    def _read_logs(self) -> tuple[list[list[ExecRecord]], dict[str, str]]:
+        """(records per log, {log name: why it was refused}). The logs sit where the agent's user
+        could write, so only regular files with one name are read, never through a link, each up to
+        LOG_BYTE_LIMIT (leftovers.read_folder): a FIFO or a huge file planted there cannot hang or
+        exhaust the harness, a link cannot make it read a file outside."""
+        read, refused = read_folder(
+            self.logs, suffix=".log", limit=LOG_BYTE_LIMIT, count_limit=LOG_COUNT_LIMIT, total_limit=LOG_TOTAL_LIMIT
+        )
+        names = sorted(read, key=lambda name: (len(name), name))
+        return [parse_strace_log(read[name].decode(errors="replace"), log=name) for name in names], refused
 
     def policy(
         self,
@@ -694,7 +709,7 @@ class ExecAudit:
     def report(self, policy: ExecPolicy, commands_ran: int = 0) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
         Bash calls the transcript shows completed; fewer logs than that means records went missing."""
-        per_command = self.records()
+        per_command, refused = self._read_logs()
         leaks: list[ExecLeak] = []
         damaged = 0
         for records in per_command:
@@ -706,7 +721,8 @@ class ExecAudit:
                 for record in records
             )
         missing = max(0, commands_ran - len(per_command))
-        return ExecReport(len(per_command), sum(len(records) for records in per_command), leaks, missing, damaged)
+        refusals = tuple(f"{name}: {why}" for name, why in sorted(refused.items()))
+        return ExecReport(len(per_command), sum(len(records) for records in per_command), leaks, missing, damaged, refusals)
 
 
 @dataclass(frozen=True)
@@ -716,6 +732,7 @@ class ExecReport:
     leaks: list[ExecLeak]
     missing: int = 0  # Bash commands that completed without a record (a log removed or never written)
     damaged: int = 0  # logs without the record of their own shell (truncated or rewritten)
+    refused: tuple[str, ...] = ()  # "name: why" of files in the log folder that were not read (a FIFO, a link...)
 
     def lines(self) -> list[str]:
         """One line per finding, for the sample's `leaks`."""
@@ -730,6 +747,9 @@ class ExecReport:
                 f"exec records damaged: {self.damaged} command log(s) lack the record of their own shell "
                 "(truncated or rewritten while the trial ran), so what ran is not fully known"
             )
+        if self.refused:
+            shown = "; ".join(self.refused[:3]) + (f" (+{len(self.refused) - 3} more)" if len(self.refused) > 3 else "")
+            lines.append(f"exec records refused: {len(self.refused)} file(s) in the log folder were not read ({shown}), so what ran is not fully known")
         return lines
 
     def as_dict(self) -> dict[str, object]:
@@ -739,4 +759,5 @@ class ExecReport:
             "leaks": [leak.as_dict() for leak in self.leaks],
             "missing": self.missing,
             "damaged": self.damaged,
+            "refused": list(self.refused),
         }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...leftovers import printable
 from ...sample import TOKEN_COMPONENTS
 from ...statistics import MIN_TASKS_FOR_INTERVAL
 from ..model import (
@@ -131,7 +132,22 @@ def document(report: Report, *, detail: bool) -> list[Block]:
             Bullets(report.store.problems),
         ]
     # A table with no rows says nothing: name the absence instead of printing a bare header.
-    return [Text("Nothing to show yet.") if isinstance(b, Table) and not b.rows else b for b in blocks]
+    return [_printable(Text("Nothing to show yet.") if isinstance(b, Table) and not b.rows else b) for b in blocks]
+
+
+def _printable(block: Block) -> Block:
+    """The block with control characters and terminal escapes written visibly: names and problems
+    come from a store's folders and lines, which a report may read from anyone (the JSON report
+    keeps them as they are)."""
+    if isinstance(block, Heading):
+        return Heading(printable(block.text), block.level)
+    if isinstance(block, Text):
+        return Text(printable(block.text))
+    if isinstance(block, Bullets):
+        return Bullets([printable(item) for item in block.items])
+    if isinstance(block, Table):
+        return Table([printable(h) for h in block.headers], [[printable(c) for c in row] for row in block.rows], block.left)
+    return block
 
 
 def _header(report: Report) -> list[Block]:

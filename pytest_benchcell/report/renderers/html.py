@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ...leftovers import printable
 from ..model import HeadlineRow, Report
 from .document import DASH, Block, Bullets, Heading, Table, Text, document
 
@@ -98,7 +99,7 @@ def _scatter(MplFigure: Any, report: Report, rows: Sequence[HeadlineRow]) -> Any
         yerr = _error_bar(y, row.success.low, row.success.high)
         axes.errorbar(
             [x], [100 * y], xerr=[[xerr[0]], [xerr[1]]], yerr=[[100 * yerr[0]], [100 * yerr[1]]],
-            fmt="o", capsize=4, color=colours[row.arm], label=row.arm,
+            fmt="o", capsize=4, color=colours[row.arm], label=printable(row.arm),
         )  # fmt: skip
     axes.set_xlabel("cost-equivalent tokens per trial (mean over tasks)")
     axes.set_ylabel("success (%)")
@@ -144,8 +145,8 @@ def _tier_bars(MplFigure: Any, report: Report) -> Any:
             errors[0].append(low)
             errors[1].append(high)
         if xs:
-            axes.bar(xs, heights, width=width, yerr=errors, capsize=3, color=colours[arm], label=arm)
-    axes.set_xticks(range(len(tiers)), [f"{s.tier or DASH}\n({len(s.tasks)} tasks)" for s in tiers])
+            axes.bar(xs, heights, width=width, yerr=errors, capsize=3, color=colours[arm], label=printable(arm))
+    axes.set_xticks(range(len(tiers)), [f"{printable(s.tier) or DASH}\n({len(s.tasks)} tasks)" for s in tiers])
     axes.set_ylabel("cost-equivalent tokens per trial")
     axes.set_title("Per tier: mean over the tier's headline tasks", fontsize=10)
     axes.yaxis.set_major_formatter(matplotlib_thousands())
