@@ -537,15 +537,15 @@ def _tool_calls(result: AgentResult) -> list[dict[str, Any]]:
     calls = []
     seen = set()
     for call in result.transcript:
-        attempt = decisions.get(call["id"], {})
         outcome = call.get("result") or {}
+        allowed, reason = _decision(decisions.get(call["id"]), outcome)
         calls.append(
             {
                 "id": call["id"],
                 "tool": call["tool"],
                 "input": call["input"],
-                "allowed": attempt.get("allowed"),  # None: the guard never saw this call
-                "reason": attempt.get("reason", ""),
+                "allowed": allowed,
+                "reason": reason,
                 "is_error": outcome.get("is_error"),
                 "output": _clip(outcome.get("content", "")),
             }
@@ -555,6 +555,17 @@ def _tool_calls(result: AgentResult) -> list[dict[str, Any]]:
         if attempt.get("id") not in seen:
             calls.append({**attempt, "is_error": None, "output": ""})
     return calls
+
+
+def _decision(attempt: Mapping[str, Any] | None, outcome: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Whether a streamed call was allowed, and why: the guard's decision, or, for a call the guard
+    never saw, the CLI's own refusal (a tool the arm does not have is refused before any hook)."""
+    if attempt is not None:
+        return attempt.get("allowed"), attempt.get("reason", "")
+    if outcome.get("is_error"):
+        said = str(outcome.get("content", "")).strip().splitlines()
+        return False, "refused by the Claude Code CLI before the guard: " + (said[0][:200] if said else "no reason given")
+    return None, "not seen by the guard"
 
 
 def _clip(text: str) -> str:
