@@ -48,7 +48,7 @@ def case_clashes(names: Iterable[str]) -> list[tuple[str, str]]:
 
 # A program an arm may run (binaries, helpers, guard_exempt) is looked up by name and linked or
 # wrapped under that name in the trial's own PATH folder: a '/' or '..' would reach outside it.
-PROGRAM_RULE = "a bare program name: no '/' or '\\\\', not '.' or '..', no whitespace or control characters"
+PROGRAM_RULE = "a bare program name: no '/' or '\\', not '.' or '..', no whitespace or control characters"
 
 
 def program_problem(name: str) -> str | None:

@@ -205,3 +205,19 @@ def test_the_coverage_legend_at_a_floor_of_one_names_no_partial_range(pytester: 
     assert result.ret == pytest.ExitCode.OK, result.stderr.str()
     result.stdout.fnmatch_lines(["*Cells with >= 1 scored trial (covered), none (missing).*"])
     assert "1 to 0" not in result.stdout.str()
+
+
+def test_redaction_replaces_secrets_in_string_values_only_whatever_their_length() -> None:
+    from pytest_benchcell.secrets import REDACTED, is_credential_name, redact
+
+    sample = {"arm": "a", "final_answer": "a 1-character secret: a; spaced: t o k e n - 9 9", "trial": 1,
+              "tool_calls": [{"input": {"command": "echo token-99"}, "output": "T-O-K-E-N-99 is not it"}]}
+    clean = redact(sample, ["token-99", "a"])
+    assert clean["arm"] == REDACTED and clean["trial"] == 1 and set(clean) == set(sample)  # keys untouched
+    # a declared one-letter secret is honoured (the bench asked for it), and the spaced-out one is caught
+    r = REDACTED
+    assert clean["final_answer"] == f"{r} 1-ch{r}r{r}cter secret: {r}; sp{r}ced: {r}"
+    assert clean["tool_calls"][0]["input"]["command"] == f"echo {r}"
+    assert clean["tool_calls"][0]["output"] == "T-O-K-E-N-99 is not it"  # case matters: a secret is exact
+    assert all(is_credential_name(name) for name in ("SERVICE_KEY", "db_password", "GITHUB_TOKEN", "X_AUTH"))
+    assert not any(is_credential_name(name) for name in ("TRACKER_URL", "PLAIN", "SHOP_DB"))

@@ -74,7 +74,7 @@ def test_unused_isolation_keys_leave_the_fingerprint_alone(tmp_path: Path) -> No
         ('[arms.raw.arguments.curl]\nallow_urls = ["http://127.0.0.1:8080"]', "allow_urls has value 'http://127.0.0.1:8080'; allowed: URL prefixes written up to the / after the host and port"),
         ('[arms.raw.arguments.curl]\nallow_urls = ["http://me@127.0.0.1/"]', "allowed: URL prefixes"),
         ('[arms.raw.arguments.curl]\nallow_urls = "http://127.0.0.1/"', "allow_urls has value 'http://127.0.0.1/'; allowed: a list of non-empty strings"),
-        ('helpers = { git = ["/usr/bin/sh"] }', "[arms.raw.helpers] git has value '/usr/bin/sh'; allowed: program names without a folder"),
+        ('helpers = { git = ["/usr/bin/sh"] }', "[arms.raw.helpers] git has value '/usr/bin/sh'; allowed: a bare program name"),
         ('helpers = { tea = ["sh"] }', "[arms.raw.helpers] tea has value 'tea'; allowed: one of this arm's binaries"),
     ],
 )  # fmt: skip
