@@ -338,6 +338,8 @@ def load_bench(path: str | Path) -> Bench:
             f"{file}: no such bench file; create a bench.toml (see the README) "
             f"or point --bench-config at one"
         ) from None
+    except IsADirectoryError:
+        raise BenchConfigError(f"{file}: is a folder; allowed: the path of a bench.toml file") from None
     except OSError as exc:
         raise BenchConfigError(f"{file}: cannot be read: {exc.strerror}") from None
     try:

@@ -5,6 +5,7 @@ patterns with marks, the coverage legend at a floor of 1."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -221,3 +222,41 @@ def test_redaction_replaces_secrets_in_string_values_only_whatever_their_length(
     assert clean["tool_calls"][0]["output"] == "T-O-K-E-N-99 is not it"  # case matters: a secret is exact
     assert all(is_credential_name(name) for name in ("SERVICE_KEY", "db_password", "GITHUB_TOKEN", "X_AUTH"))
     assert not any(is_credential_name(name) for name in ("TRACKER_URL", "PLAIN", "SHOP_DB"))
+
+
+def test_guessed_secrets_have_a_floor_of_six_characters_and_declared_ones_none(tmp_path: Path) -> None:
+    from pytest_benchcell import Environment
+    from pytest_benchcell.config import load_bench
+    from pytest_benchcell.secrets import secret_values
+
+    (tmp_path / "bench.toml").write_text(BENCH_TOML.replace("[bench]", '[bench]\nsecrets = ["pin"]').replace(
+        'bootstrap = "The shell is available."',
+        'bootstrap = "The shell is available."\nenv = { DB_PASSWORD = "{pw}", SERVICE_KEY = "{key}", PIN = "{pin}", URL = "{url}" }', 1))
+    bench = load_bench(tmp_path / "bench.toml")
+    environment = Environment(values={"pw": "short", "key": "longer-key", "pin": "1234", "url": "http://x/"},
+                              secrets=("q7Zx9",))  # fmt: skip
+    values = secret_values(bench, bench.arms["shell"], environment)
+    assert "longer-key" in values and "1234" in values and "q7Zx9" in values  # guessed >= 6, declared any length
+    assert "short" not in values and "http://x/" not in values  # guessed but 5 characters; not a credential name
+
+
+def test_a_secret_placeholder_the_provision_hook_does_not_supply_stops_the_trial_before_the_model(
+    pytester: pytest.Pytester,
+) -> None:
+    text = BENCH_TOML.replace("[bench]", '[bench]\nsecrets = ["token"]').replace(
+        'bootstrap = "The shell is available."', 'bootstrap = "The shell is available."\nenv = { TOKEN = "{token}" }', 1)
+    write_bench(pytester, text)  # the conftest's provision hook supplies only {marker}
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "say-hello", "--bench-scripted", "--bench-trials", "1")
+    result.assert_outcomes(errors=1)
+    path = pytester.path / "results" / "scripted" / "shell" / "say-hello.jsonl"
+    (line,) = path.read_text().splitlines()
+    sample = json.loads(line)
+    assert sample["status"] == "error" and "uses the placeholder {token}" in sample["reason"]
+    assert not sample.get("tool_calls") and not sample.get("turns")  # no model request was made
+
+
+def test_benchcell_report_config_naming_a_folder_names_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_benchcell.cli import main
+
+    assert main(["report", "--config", str(tmp_path)]) == 2
+    assert f"--config {tmp_path}: {tmp_path}: is a folder; allowed: the path of a bench.toml file" in capsys.readouterr().err
