@@ -3,7 +3,8 @@
 An arm's name is a folder of the store and a task's id a file name in it, so a name must be a file
 name on every filesystem the store may be copied to: ASCII letters, digits, '.', '_' and '-',
 starting with a letter or digit (no '..', no hidden file, no newline), and at most 64 characters
-(with the longest suffix the store adds, well under the 255 bytes of ext4, APFS and NTFS).
+(with the longest suffix the store adds, well under the 255 bytes of ext4, APFS and NTFS), not
+ending in '.' and not a Windows device name (CON, NUL, COM1, ...).
 macOS and Windows fold case, so two names of a kind that differ only in case would share a file
 there: they are refused everywhere, so a store means the same on every machine.
 """
@@ -15,9 +16,12 @@ from collections.abc import Iterable
 
 NAME_MAX = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_WINDOWS_DEVICES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)), *(f"LPT{n}" for n in range(10))}
+)
 NAME_RULE = (
-    f"1 to {NAME_MAX} characters: ASCII letters, digits, '.', '_' and '-', starting with a letter or digit "
-    f"(it becomes a file name of the store)"
+    f"1 to {NAME_MAX} characters: ASCII letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    f"not ending in '.', not a Windows device name such as CON or NUL (it becomes a file name of the store)"
 )
 
 
@@ -30,6 +34,10 @@ def name_problem(name: object) -> str | None:
     if not _NAME.fullmatch(name):  # fullmatch: `$` would let a trailing newline through
         first_ok = name[0].isascii() and name[0].isalnum()
         return "it has a character outside the allowed ones" if first_ok else "it does not start with a letter or digit"
+    if name.endswith("."):
+        return "it ends in '.' (Windows drops it)"
+    if name.split(".")[0].upper() in _WINDOWS_DEVICES:
+        return "it is a Windows device name"
     return None
 
 

@@ -44,6 +44,7 @@ def one_line(message: str) -> str:
         ("[arms.bare]", '[arms."bare\\n"]', "[arms] has the arm name 'bare\\n', refused because it has a character outside"),
         ("[arms.bare]", f"[arms.{LONG_ARM}]", "[arms] has the arm name 'aaaa"),
         ("[tasks.stall]", f"[tasks.{LONG_TASK}]", "[tasks] has the task name 'tttt"),
+        ("[tasks.stall]", "[tasks.nul]", "[tasks] has the task name 'nul', refused because it is a Windows device name"),
         ("[tasks.stall]", "[tasks.Say-Hello]", "[tasks.Say-Hello] differs from [tasks.say-hello] only in case; allowed: task names"),
         ("[arms.bare]", "[arms.Shell]", "[arms.Shell] differs from [arms.shell] only in case; allowed: arm names"),
     ],
@@ -55,7 +56,7 @@ def test_names_every_filesystem_cannot_take_are_refused_at_load(pytester: pytest
     assert "allowed:" in message
     if "has the" in expected:
         assert NAMES_ALLOWED in message and ("has 300 characters" in message or "has 250 characters" in message
-                                             or "outside" in message)
+                                             or "outside" in message or "device" in message)
 
 
 @pytest.mark.parametrize(
