@@ -3,10 +3,10 @@
 A trial's sample never holds these values (every string in it is redacted before the append):
 
 - declared secrets, whatever their length: the values of `Environment.secrets`, and for each name in
-  `[bench] secrets` the provision hook's value of that placeholder and the arm's value of that
-  variable;
+  `[bench] secrets` the provision hook's value of that placeholder and the value of that variable in
+  the arm's `env` or an MCP server's `env`;
 - the harness's own credentials (`HARNESS_CREDENTIALS`, from the harness's environment);
-- guessed secrets: the value of every variable of the arm whose name contains one of
+- guessed secrets: the value of every variable of the arm (or of its MCP servers) whose name contains one of
   `CREDENTIAL_WORDS` (any case), when it has at least `GUESSED_MINIMUM` characters (a shorter value
   under a guessed name is more likely a word than a secret, and redacting it would garble the sample).
 
@@ -55,7 +55,8 @@ def secret_values(bench: Bench, arm: Arm, environment: Environment | None) -> li
         declared += [str(value) for value in environment.secrets]
         declared += [str(environment.values[name]) for name in bench.secrets if name in environment.values]
         placeholders = {str(key): str(value) for key, value in environment.values.items()}
-        for name, template in arm.env.items():
+        variables = [*arm.env.items(), *(item for server in arm.mcp_servers for item in server.env.items())]
+        for name, template in variables:
             if name not in bench.secrets and not is_credential_name(name):
                 continue
             try:

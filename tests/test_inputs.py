@@ -232,12 +232,14 @@ def test_guessed_secrets_have_a_floor_of_six_characters_and_declared_ones_none(t
 
     (tmp_path / "bench.toml").write_text(BENCH_TOML.replace("[bench]", '[bench]\nsecrets = ["pin"]').replace(
         'bootstrap = "The shell is available."',
-        'bootstrap = "The shell is available."\nenv = { DB_PASSWORD = "{pw}", SERVICE_KEY = "{key}", PIN = "{pin}", URL = "{url}" }', 1))
+        'bootstrap = "The shell is available."\nenv = { DB_PASSWORD = "{pw}", SERVICE_KEY = "{key}", PIN = "{pin}", URL = "{url}" }', 1)
+        + '\n[arms.shell.mcp_servers.files]\ncommand = "{python}"\nenv = { API_TOKEN = "{api}" }\n')
     bench = load_bench(tmp_path / "bench.toml")
-    environment = Environment(values={"pw": "short", "key": "longer-key", "pin": "1234", "url": "http://x/"},
-                              secrets=("q7Zx9",))  # fmt: skip
+    environment = Environment(values={"pw": "short", "key": "longer-key", "pin": "1234", "url": "http://x/",
+                                      "api": "server-token-1"}, secrets=("q7Zx9",))  # fmt: skip
     values = secret_values(bench, bench.arms["shell"], environment)
     assert "longer-key" in values and "1234" in values and "q7Zx9" in values  # guessed >= 6, declared any length
+    assert "server-token-1" in values  # an MCP server's variables count as the arm's
     assert "short" not in values and "http://x/" not in values  # guessed but 5 characters; not a credential name
 
 
