@@ -263,3 +263,16 @@ def test_benchcell_report_config_naming_a_folder_names_the_option(tmp_path: Path
 
     assert main(["report", "--config", str(tmp_path)]) == 2
     assert f"--config {tmp_path}: {tmp_path}: is a folder; allowed: the path of a bench.toml file" in capsys.readouterr().err
+
+
+def test_the_harness_api_key_spelled_out_with_spaces_is_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_benchcell import Environment
+    from pytest_benchcell.config import load_bench
+    from pytest_benchcell.secrets import REDACTED, redact, secret_values
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    (tmp_path / "bench.toml").write_text(BENCH_TOML)
+    bench = load_bench(tmp_path / "bench.toml")
+    values = secret_values(bench, bench.arms["shell"], Environment())
+    printed = "the key is " + " ".join("sk-ant-test-0123456789") + " (spelled out)"
+    assert redact({"output": printed}, values) == {"output": f"the key is {REDACTED} (spelled out)"}
