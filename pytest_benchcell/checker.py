@@ -37,9 +37,10 @@ a longer token at either end:
 A digit edge may touch a letter (``5`` matches ``5th``); a letter edge may touch punctuation
 (``bug`` matches ``bug,`` and ``(bug)``).
 
-A ``pattern`` is searched (``re.search``, case-insensitive) in the *normalized* answer, so it must be
-written against lower-case text with markdown marks already removed and whitespace already collapsed
-to single spaces; it gets no automatic boundary guards.
+A ``pattern`` is searched (``re.search``, case-insensitive) in the *normalized* answer, and then in
+the answer lower-cased with only its whitespace collapsed (marks kept): a pattern written for the
+normalized text (``5 open`` finds ``**5** open``) and one with a mark in it (``order_id``) both match;
+it gets no automatic boundary guards.
 
 A missing required fact reads ``missing fact: <description> (expected one of: "5 open", "five
 open")``; a present forbidden fact reads ``forbidden fact present: <description> (matched "...")``.
@@ -55,8 +56,10 @@ change both fail. States are JSON-like values. Under a ``StatePolicy``:
 - a list whose items are all dicts sharing an identity key (the first of ``identity_keys`` present,
   with a scalar value, in every item of both lists) is matched by identity: ``missing
   issues[number=3]``, ``unexpected issues[number=12] (collateral change)``, then field by field
-  (``issues[number=3].state: expected "open", got "closed"``). Because ``id`` is volatile by default,
-  it only acts as an identity key when removed from ``ignore_keys``;
+  (``issues[number=3].state: expected "open", got "closed"``). An identity key in ``ignore_keys``
+  (``id``, by default) still identifies entities; it is only never compared as a field. So a list of
+  orders that have only an ``id`` reads ``orders[id=1002].status``, and a list whose items carry a
+  ``number`` is matched by ``number`` first (the order of ``identity_keys``);
 - otherwise a list stored under a key in ``multiset_keys`` is compared as a multiset (order-free,
   duplicates honoured; each item canonicalized to sorted-key JSON after the other rules):
   ``issues[number=1].labels: missing "priority"; unexpected "bug"``;
@@ -181,22 +184,26 @@ def _rendering_regex(normalized: str) -> re.Pattern[str]:
     return re.compile(before + re.escape(normalized) + after)
 
 
-def _find(normalized_answer: str, fact: Fact) -> str | None:
-    """The text of the normalized answer that shows the fact, or None."""
+def _find(normalized_answer: str, fact: Fact, answer: str = "") -> str | None:
+    """The text of the answer that shows the fact, or None."""
     for rendering in fact.any_of:
         match = _rendering_regex(normalize_text(rendering)).search(normalized_answer)
         if match:
             return match.group(0)
     if fact.pattern is not None:
-        match = _compile_pattern(fact.pattern).search(normalized_answer)
-        if match:
-            return match.group(0)
+        pattern = _compile_pattern(fact.pattern)
+        # Also against the answer with its marks kept: `order_id`, `a*b` or `~/x` in a pattern
+        # would otherwise never match, as normalization deletes `_`, `*` and backticks.
+        for text in (normalized_answer, _WHITESPACE.sub(" ", answer.lower()).strip()):
+            match = pattern.search(text)
+            if match:
+                return match.group(0)
     return None
 
 
 def fact_present(answer: str, fact: Fact) -> bool:
     """Whether the answer states the fact (see the module docstring for the matching rules)."""
-    return _find(normalize_text(answer), fact) is not None
+    return _find(normalize_text(answer), fact, answer) is not None
 
 
 def _quote(text: str) -> str:
@@ -220,10 +227,10 @@ def check_answer(answer: str, required: Sequence[Fact], forbidden: Sequence[Fact
     normalized = normalize_text(answer)
     differences = []
     for fact in required:
-        if _find(normalized, fact) is None:
+        if _find(normalized, fact, answer) is None:
             differences.append(f"missing fact: {fact.description} ({_expectation(fact)})")
     for fact in forbidden:
-        found = _find(normalized, fact)
+        found = _find(normalized, fact, answer)
         if found is not None:
             differences.append(f"forbidden fact present: {fact.description} (matched {_quote(found)})")
     return differences
@@ -388,6 +395,9 @@ class _Differ:
         self.policy = policy
         self.out: list[str] = []
 
+    def show(self, value: Any) -> str:
+        return _show(_drop_volatile(value, self.policy.ignore_keys))
+
     def value(self, expected: Any, actual: Any, path: str, key: str | None) -> None:
         if isinstance(expected, Mapping) and isinstance(actual, Mapping):
             self.mapping(expected, actual, path)
@@ -405,10 +415,12 @@ class _Differ:
     def mapping(self, expected: Mapping[str, Any], actual: Mapping[str, Any], path: str) -> None:
         for key in sorted(set(expected) | set(actual), key=str):
             where = _join(path, str(key))
+            if key in self.policy.ignore_keys:
+                continue
             if key not in actual:
-                self.out.append(f"{where}: missing in actual (expected {_show(expected[key])})")
+                self.out.append(f"{where}: missing in actual (expected {self.show(expected[key])})")
             elif key not in expected:
-                self.out.append(f"{where}: unexpected in actual (got {_show(actual[key])})")
+                self.out.append(f"{where}: unexpected in actual (got {self.show(actual[key])})")
             else:
                 self.value(expected[key], actual[key], where, str(key))
 
@@ -446,8 +458,9 @@ class _Differ:
                     self.mapping(one_expected, one_actual, where)
 
     def multiset(self, expected: list[Any], actual: list[Any], path: str) -> None:
-        wanted = Counter(_canonical_json(item, self.policy) for item in expected)
-        found = Counter(_canonical_json(item, self.policy) for item in actual)
+        ignore = self.policy.ignore_keys
+        wanted = Counter(_canonical_json(_drop_volatile(item, ignore), self.policy) for item in expected)
+        found = Counter(_canonical_json(_drop_volatile(item, ignore), self.policy) for item in actual)
         missing = sorted((wanted - found).elements())
         unexpected = sorted((found - wanted).elements())
         parts = []
@@ -462,9 +475,9 @@ class _Differ:
         for index in range(max(len(expected), len(actual))):
             where = f"{path}[{index}]"
             if index >= len(actual):
-                self.out.append(f"{where}: missing in actual (expected {_show(expected[index])})")
+                self.out.append(f"{where}: missing in actual (expected {self.show(expected[index])})")
             elif index >= len(expected):
-                self.out.append(f"{where}: unexpected in actual (got {_show(actual[index])})")
+                self.out.append(f"{where}: unexpected in actual (got {self.show(actual[index])})")
             else:
                 self.value(expected[index], actual[index], where, None)
 
@@ -472,12 +485,9 @@ class _Differ:
 def diff_states(expected: Any, actual: Any, policy: StatePolicy = StatePolicy()) -> list[str]:
     """Human-readable differences between two JSON-like states, in path order; [] means pass."""
     differ = _Differ(policy)
-    differ.value(
-        _drop_volatile(expected, policy.ignore_keys),
-        _drop_volatile(actual, policy.ignore_keys),
-        "",
-        None,
-    )
+    # Ignored keys are skipped where dicts are compared, not dropped first: an identity key that is
+    # also ignored (`id`, by default) still tells entities apart, and is never compared as a field.
+    differ.value(expected, actual, "", None)
     return differ.out
 
 

@@ -131,7 +131,7 @@ def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
     try:
         bench = load_bench(path)
     except BenchConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"--config {path}: {exc}") from None
     settings = settings_for_bench(bench)
     return settings, Path(bench.store)
 

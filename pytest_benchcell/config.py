@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .names import NAME_RULE, PROGRAM_RULE, case_clashes, name_problem, program_problem
 from .sample import Definition
 
 DEFAULT_STORE = "bench/results"
@@ -46,9 +47,11 @@ DEFAULT_SANDBOX = "auto"
 ARGUMENT_RULE_KEYS = ("deny_subcommands", "deny_options", "allow_urls", "value_options")
 OPTION_NAME = re.compile(r"^(-[^-\s]|--[A-Za-z0-9][A-Za-z0-9._-]*)$")
 # An allowed URL prefix: scheme://host[:port]/ (no user info; the "/" after the authority means
-# nothing written after the prefix can change the host or port). isolation.arguments checks URLs
-# against the prefixes validated here.
-URL_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#@\s\\]+/", re.IGNORECASE)
+# nothing written after the prefix can change the host or port). The host is literal: a name, an
+# IPv4 or a bracketed IPv6 address (no wildcard: the guard compares hosts as written), and the
+# scheme is a network one (file:// has no host to hold the agent to). isolation.arguments checks
+# URLs against the prefixes validated here; placeholders are read as "0" for this check.
+URL_PREFIX = re.compile(r"^(?!file:)[a-z][a-z0-9+.-]*://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?/", re.IGNORECASE)
 
 # Claude Code's built-in tools an arm may declare. Anything not declared is unavailable to the arm.
 BUILTIN_TOOLS = (
@@ -56,7 +59,6 @@ BUILTIN_TOOLS = (
     "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite", "Skill",
 )  # fmt: skip
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -301,6 +303,13 @@ class _Reader:
             self.fail(key, value, "a non-empty string" if required else "a string")
         return value
 
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+        """One of a fixed set of words: a value of any other type or spelling is refused with the set."""
+        value = self.table.get(key, default)
+        if not isinstance(value, str) or value not in choices:
+            self.fail(key, value, ", ".join(f'"{choice}"' for choice in choices), choices=choices)
+        return value
+
     def integer(self, key: str, default: int, *, minimum: int = 1) -> int:
         value = self.table.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
@@ -350,6 +359,8 @@ def load_bench(path: str | Path) -> Bench:
             f"{file}: no such bench file; create a bench.toml (see the README) "
             f"or point --bench-config at one"
         ) from None
+    except IsADirectoryError:
+        raise BenchConfigError(f"{file}: is a folder; allowed: the path of a bench.toml file") from None
     except OSError as exc:
         raise BenchConfigError(f"{file}: cannot be read: {exc.strerror}") from None
     try:
@@ -380,12 +391,8 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     trials = bench.integer("trials", DEFAULT_TRIALS)
     floor = bench.integer("floor", DEFAULT_FLOOR)
     tiers = bench.strings("tiers", DEFAULT_TIERS)
-    exec_audit = bench.string("exec_audit", DEFAULT_EXEC_AUDIT)
-    if exec_audit not in EXEC_AUDIT_MODES:
-        bench.fail("exec_audit", exec_audit, ", ".join(f'"{mode}"' for mode in EXEC_AUDIT_MODES))
-    sandbox = bench.string("sandbox", DEFAULT_SANDBOX)
-    if sandbox not in SANDBOX_MODES:
-        bench.fail("sandbox", sandbox, ", ".join(f'"{mode}"' for mode in SANDBOX_MODES))
+    exec_audit = bench.choice("exec_audit", DEFAULT_EXEC_AUDIT, EXEC_AUDIT_MODES)
+    sandbox = bench.choice("sandbox", DEFAULT_SANDBOX, SANDBOX_MODES)
     if not tiers:
         bench.fail("tiers", [], "a non-empty list of tier names")
 
@@ -398,12 +405,14 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     if not arms_table:
         raise BenchConfigError(f"{file}: [arms] is empty; declare at least one [arms.NAME] table")
     arms = {name: _parse_arm(file, name, arms_reader.sub(name)) for name in arms_table}
+    _refuse_case_clashes(file, "arms", arms, "arm")
 
     tasks_table = top.require("tasks")
     tasks_reader = _Reader(file, "tasks", tasks_table)
     if not tasks_table:
         raise BenchConfigError(f"{file}: [tasks] is empty; declare at least one [tasks.ID] table")
     tasks = {task_id: _parse_task(file, task_id, tasks_reader.sub(task_id), tiers) for task_id in tasks_table}
+    _refuse_case_clashes(file, "tasks", tasks, "task")
     for task in tasks.values():
         for arm_name in task.arms:
             if arm_name not in arms:
@@ -419,11 +428,11 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         if key in checker_table.table:
             state_policy[key] = checker_table.strings(key)
     if "whitespace" in checker_table.table:
-        whitespace = checker_table.string("whitespace")
-        if whitespace not in WHITESPACE_POLICIES:
-            checker_table.fail("whitespace", whitespace, ", ".join(WHITESPACE_POLICIES), choices=WHITESPACE_POLICIES)
-        state_policy["whitespace"] = whitespace
+        state_policy["whitespace"] = checker_table.choice("whitespace", "collapse", WHITESPACE_POLICIES)
 
+    base_prompt = bench.string("base_prompt", "")
+    secrets = bench.strings("secrets")
+    _refuse_unknown_secrets(bench, secrets, base_prompt, arms, tasks)
     return Bench(
         path=file,
         name=bench.string("name", file.parent.name),
@@ -433,9 +442,9 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         floor=floor,
         turn_cap=bench.integer("turn_cap", DEFAULT_TURN_CAP),
         wall_clock_ms=bench.integer("wall_clock_ms", DEFAULT_WALL_CLOCK_MS),
-        base_prompt=bench.string("base_prompt", ""),
+        base_prompt=base_prompt,
         tiers=tiers,
-        secrets=bench.strings("secrets"),
+        secrets=secrets,
         weights=weights,
         arms=arms,
         tasks=tasks,
@@ -447,11 +456,49 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     )
 
 
+def _refuse_unknown_secrets(
+    bench: _Reader, secrets: tuple[str, ...], base_prompt: str, arms: Mapping[str, Arm], tasks: Mapping[str, Task]
+) -> None:
+    """A name in [bench] secrets must be one under which a value can reach an arm: a placeholder
+    the bench uses or a variable an arm declares. Whether the provision hook supplies the
+    placeholder is known only per trial, and a missing one stops that trial before the agent starts."""
+    from .secrets import unknown_secret_names
+
+    templates = [base_prompt, *(task.intent for task in tasks.values())]
+    variables: set[str] = set()
+    for arm in arms.values():
+        templates += [arm.bootstrap, arm.skill_body, *arm.env.values()]
+        variables |= set(arm.env)
+        for server in arm.mcp_servers:
+            templates += [server.command, *server.args, *server.env.values()]
+            variables |= set(server.env)
+        templates += [value for rules in arm.arguments.values() for values in rules.values() for value in values]
+    placeholders = {name for text in templates for name in PLACEHOLDER.findall(text)}
+    unknown = unknown_secret_names(secrets, placeholders, variables)
+    if unknown:
+        bench.fail(
+            "secrets", unknown[0],
+            f"a placeholder the bench uses ({', '.join(sorted(placeholders)) or 'none'}) or a variable an arm "
+            f"declares ({', '.join(sorted(variables)) or 'none'})",
+            choices=sorted(placeholders | variables),
+        )  # fmt: skip
+
+
 def _check_name(reader: _Reader, kind: str, name: str) -> None:
-    if not NAME_PATTERN.match(name):
+    problem = name_problem(name)
+    if problem:
+        table = reader.where[: -len(name) - 1]  # where is "<table>.<name>"
         raise BenchConfigError(
-            f"{reader.file}: [{reader.where}] is not a valid {kind} name ({name!r}); allowed: letters, "
-            f"digits, '.', '_' and '-', starting with a letter or digit (it becomes a file name)"
+            f"{reader.file}: [{table}] has the {kind} name {_show(name)}, refused because {problem}; "
+            f"allowed: {NAME_RULE}"
+        )
+
+
+def _refuse_case_clashes(file: Path, table: str, names: Any, kind: str) -> None:
+    for first, second in case_clashes(names):
+        raise BenchConfigError(
+            f"{file}: [{table}.{second}] differs from [{table}.{first}] only in case; allowed: {kind} names "
+            f"that differ in more than case (macOS and Windows would store both in one file)"
         )
 
 
@@ -469,9 +516,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     binaries = arm.strings("binaries")
     if binaries and "Bash" not in tools:
         arm.fail("binaries", list(binaries), "binaries only with \"Bash\" in tools (this arm has no shell)")
-    for binary in binaries:
-        if "/" in binary:
-            arm.fail("binaries", binary, "bare program names (put folders in 'path')")
+    _check_programs(arm, "binaries", binaries)
     folders = tuple(str((file.parent / folder).resolve()) for folder in arm.strings("path"))
     for folder in folders:
         if not Path(folder).is_dir():
@@ -521,7 +566,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         env=arm.string_table("env"),
         mcp_servers=tuple(servers),
         deny_subcommands=deny,
-        guard_exempt=arm.strings("guard_exempt"),
+        guard_exempt=_check_programs(arm, "guard_exempt", arm.strings("guard_exempt"), allowed_extra=("*",)),
         arguments=_argument_rules(arm, binaries),
         helpers=_helpers(arm, binaries),
         probes=_probes(arm, binaries),
@@ -559,6 +604,17 @@ def _readable(file: Path, arm: _Reader) -> tuple[str, ...]:
     return tuple(paths)
 
 
+def _check_programs(reader: _Reader, key: str, names: tuple[str, ...], *, allowed_extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Program names as given, or a BenchConfigError: each is linked or wrapped under its name in
+    the trial's PATH folder, so a path-shaped one would write outside it."""
+    for name in names:
+        problem = None if name in allowed_extra else program_problem(name)
+        if problem:
+            extra = f" (or {', '.join(repr(value) for value in allowed_extra)})" if allowed_extra else ""
+            reader.fail(key, name, f"{PROGRAM_RULE}{extra}; refused because {problem}")
+    return names
+
+
 def _argument_rules(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, dict[str, tuple[str, ...]]]:
     """[arms.NAME.arguments.BINARY]: what one binary may be given (see isolation/arguments.py)."""
     table = arm.sub("arguments")
@@ -585,7 +641,7 @@ def _argument_rules(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, dict[s
                 rule.fail(
                     "allow_urls", url,
                     "URL prefixes written up to the / after the host and port, e.g. \"http://127.0.0.1:{port}/\" "
-                    "(no user@ part)",
+                    "(a network scheme, not file://; a literal host name or address, no wildcard; no user@ part)",
                 )  # fmt: skip
         rules[binary] = values
     return rules
@@ -598,11 +654,7 @@ def _helpers(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, tuple[str, ..
     for binary in table.table:
         if binary not in binaries:
             table.fail(binary, binary, f"one of this arm's binaries ({', '.join(binaries) or 'none'})")
-        names = table.strings(binary)
-        for name in names:
-            if "/" in name:
-                table.fail(binary, name, "program names without a folder (helpers are matched by name)")
-        helpers[binary] = names
+        helpers[binary] = _check_programs(table, binary, table.strings(binary))
     return helpers
 
 

@@ -28,7 +28,8 @@ class Environment:
     values: the strings that fill {placeholders} in the base prompt, the task intent, the arm's env
             and its MCP server definitions (for example the path of a seeded database).
     data:   anything the bench wants back in its snapshot, check and teardown hooks.
-    secrets: values that must never reach the store (redacted from everything recorded).
+    secrets: values that must never reach the store, whatever their length (redacted from every
+             string recorded; pytest_benchcell/secrets.py says what else is redacted).
     hidden: files and folders the agent's commands must never read, even inside the workdir (the
             service's data: its database is the answer key one `cat` away). The sandbox mounts
             them empty; without the sandbox nothing enforces it.

@@ -110,31 +110,42 @@ def _bench_requested(config: pytest.Config) -> bool:
     return bool(config.option.bench_arm or config.option.bench_task)
 
 
-def bench_location(config: pytest.Config) -> Path:
+BENCH_CONFIG_ALLOWED = "a bench.toml file"
+
+
+def bench_location(config: pytest.Config) -> tuple[Path, str | None]:
     """Where the bench file is, whatever pytest guessed as its rootdir (pytest picks it from argument
-    values that are existing paths before it knows our options): --bench-config, then the ini key
-    bench_config, then the first bench.toml from the invocation directory upwards, then the rootdir."""
+    values that are existing paths before it knows our options), and where that was said:
+    --bench-config, then the ini key bench_config, then the first bench.toml from the invocation
+    directory upwards, then the rootdir (these last two: None, the file was found, not named)."""
     invocation = config.invocation_params.dir
-    if config.option.bench_config:
-        return (invocation / config.option.bench_config).resolve()
-    configured = config.getini("bench_config")
+    option = config.option.bench_config
+    if option is not None:
+        if not option.strip():
+            raise pytest.UsageError(f"--bench-config {option!r} is empty; allowed: the path of {BENCH_CONFIG_ALLOWED}")
+        return (invocation / option).resolve(), f"--bench-config {option}"
+    configured = str(config.getini("bench_config"))
     if configured:
         base = config.inipath.parent if config.inipath else config.rootpath
-        return (base / str(configured)).resolve()
+        where = f" in {config.inipath}" if config.inipath else ""
+        return (base / configured).resolve(), f"ini key bench_config = {configured!r}{where}"
     for folder in (invocation, *invocation.parents):
         if (folder / "bench.toml").is_file():
-            return folder / "bench.toml"
-    return config.rootpath / "bench.toml"
+            return folder / "bench.toml", None
+    return config.rootpath / "bench.toml", None
 
 
 def _load(config: pytest.Config) -> Bench:
     from .config import BenchConfigError, load_bench
 
-    path = bench_location(config)
+    path, source = bench_location(config)
+    if source is not None and not path.is_file():
+        what = "is a folder" if path.is_dir() else "no such bench file" if not path.exists() else "not a regular file"
+        raise pytest.UsageError(f"{source}: {path}: {what}; allowed: the path of {BENCH_CONFIG_ALLOWED} (see the README)")
     try:
         return load_bench(path)
     except BenchConfigError as exc:
-        if config.option.bench_config or config.getini("bench_config") or path.exists():
+        if source is not None or path.exists():
             raise pytest.UsageError(str(exc)) from None
         raise pytest.UsageError(
             f"no bench.toml in {config.invocation_params.dir} or its parents, nor in the rootdir "

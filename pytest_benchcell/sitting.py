@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Bench, BenchConfigError, did_you_mean
+from .names import NAME_RULE, name_problem
 from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
 from .store import Cell, Store
 
@@ -28,6 +29,9 @@ def resolve_selection(requested: Sequence[str], available: Iterable[str], *, kin
         for name in (part.strip() for part in entry.split(",")):
             if not name:
                 continue
+            problem = name_problem(name)
+            if problem and name != SELECT_ALL:
+                raise BenchConfigError(f"{option} {name[:80]!r}: not a valid {kind} name ({problem}); allowed: {NAME_RULE}")
             if name == SELECT_ALL:
                 chosen.extend(n for n in names if n not in chosen)
             elif name in names:

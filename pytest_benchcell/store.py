@@ -37,6 +37,7 @@ from typing import Any
 import filelock
 import tomli_w
 
+from .names import NAME_RULE, name_problem
 from .sample import (
     CHECKER_OUTCOMES,
     MODEL_KINDS,
@@ -558,6 +559,16 @@ def validate_sample(sample: Mapping[str, Any]) -> None:
     trial = sample["trial"]
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 1:
         raise StoreError(f"sample trial must be a positive integer, got {trial!r}")
+    _check_cell_names(sample["arm"], sample["task"])
+
+
+def _check_cell_names(arm: Any, task: Any) -> None:
+    """Arm and task become a folder and a file name: the one name rule (names.py) guards them here
+    too, before any folder or lock is made for a cell."""
+    for kind, name in (("arm", arm), ("task", task)):
+        problem = name_problem(name)
+        if problem:
+            raise StoreError(f"sample {kind} {str(name)[:80]!r} is not a valid {kind} name ({problem}); allowed: {NAME_RULE}")
 
 
 class Store:
@@ -647,6 +658,7 @@ class Store:
             raise StoreError(f"cannot reserve {count} trials")
         if count == 0:
             return []
+        _check_cell_names(cell.arm, cell.task)
         with self._locked():
             numbers = self.preview_trials(cell, count)
             line = {"trials": numbers, "sitting": sitting}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -45,14 +44,12 @@ from .sample import (
     utc_now_iso,
     zero_tokens,
 )
+from .secrets import redact, secret_values
 from .store import Store, StoreError
 
 TOOL_OUTPUT_LIMIT = 4000  # characters of each tool result kept in the sample
 STATE_LIMIT = 256 * 1024  # characters of JSON per stored state snapshot (kept for --bench-rescore)
 READY_POLL_S = 0.5
-REDACTED = "[redacted]"
-# Credentials of the harness itself: never stored, whatever a bench declares.
-CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 SCRIPTED_API_KEY = "scripted-model-key"
 
 
@@ -195,7 +192,7 @@ def run_trial(
         except BaseException as exc:  # noqa: BLE001 - an interrupt here too: recorded first, then passed on
             escaping = exc
             sample["reason"] = "; ".join(part for part in (sample["reason"], f"update_sample interrupted: {_interruption(exc)}") if part)
-    secrets = _secrets(bench, bench.arms[spec.arm], environment)
+    secrets = secret_values(bench, bench.arms[spec.arm], environment)
     recorded = _record(spec, redact(sample, secrets))
     if on_recorded is not None:
         on_recorded(recorded, task_unusable=task_unusable)
@@ -496,15 +493,15 @@ def _tool_calls(result: AgentResult) -> list[dict[str, Any]]:
     calls = []
     seen = set()
     for call in result.transcript:
-        attempt = decisions.get(call["id"], {})
         outcome = call.get("result") or {}
+        allowed, reason = _decision(decisions.get(call["id"]), outcome)
         calls.append(
             {
                 "id": call["id"],
                 "tool": call["tool"],
                 "input": call["input"],
-                "allowed": attempt.get("allowed"),  # None: the guard never saw this call
-                "reason": attempt.get("reason", ""),
+                "allowed": allowed,
+                "reason": reason,
                 "is_error": outcome.get("is_error"),
                 "output": _clip(outcome.get("content", "")),
             }
@@ -514,6 +511,17 @@ def _tool_calls(result: AgentResult) -> list[dict[str, Any]]:
         if attempt.get("id") not in seen:
             calls.append({**attempt, "is_error": None, "output": ""})
     return calls
+
+
+def _decision(attempt: Mapping[str, Any] | None, outcome: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Whether a streamed call was allowed, and why: the guard's decision, or, for a call the guard
+    never saw, the CLI's own refusal (a tool the arm does not have is refused before any hook)."""
+    if attempt is not None:
+        return attempt.get("allowed"), attempt.get("reason", "")
+    if outcome.get("is_error"):
+        said = str(outcome.get("content", "")).strip().splitlines()
+        return False, "refused by the Claude Code CLI before the guard: " + (said[0][:200] if said else "no reason given")
+    return None, "not seen by the guard"
 
 
 def _clip(text: str) -> str:
@@ -647,34 +655,3 @@ def _wait_until_ready(hooks: Any, info: TrialInfo, environment: Environment, tim
         if time.monotonic() >= deadline:
             raise HarnessError(f"the environment was not ready after {timeout_ms} ms (pytest_benchcell_ready)")
         time.sleep(READY_POLL_S)
-
-
-CREDENTIAL_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|AUTH|CREDENTIAL|PRIVATE", re.IGNORECASE)
-
-
-def _secrets(bench: Bench, arm: Arm, environment: Environment | None) -> list[str]:
-    """Every value that must never reach the store: the harness's credentials, what the bench
-    marks secret, and each credential-like variable the arm receives."""
-    names = (*CREDENTIAL_VARIABLES, *bench.secrets)
-    values = [os.environ.get(name, "") for name in names]
-    if isinstance(environment, Environment):  # not what a broken provision hook returned instead
-        values += [str(value) for value in environment.secrets]
-        values += [str(environment.values[name]) for name in bench.secrets if name in environment.values]
-        placeholders = {str(k): str(v) for k, v in environment.values.items()}
-        for name, template in arm.env.items():
-            if CREDENTIAL_NAME.search(name) or name in bench.secrets:
-                try:
-                    values.append(fill_placeholders(template, placeholders, where=name))
-                except BenchConfigError:
-                    continue
-    # Very short values would redact ordinary words; a secret that short is no secret.
-    return sorted({value for value in values if len(value) >= 6}, key=len, reverse=True)
-
-
-def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
-    """A copy of the sample with every secret value replaced, wherever it appears."""
-    text = json.dumps(sample, ensure_ascii=False, default=str)  # a hook may add values JSON has no type for
-    for secret in secrets:
-        encoded = json.dumps(secret, ensure_ascii=False)[1:-1]  # as it appears inside JSON strings
-        text = text.replace(encoded, REDACTED)
-    return json.loads(text)

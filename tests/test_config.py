@@ -65,7 +65,7 @@ def test_skill_body_is_charged_without_frontmatter_and_changes_the_fingerprint(t
         (MINIMAL.replace('binaries = ["tracker"]', "tools = []"), "the arm would have no tools"),
         (MINIMAL.replace('binaries = ["tracker"]', 'skill = "nope.md"'), "[arms.cli] skill has value 'nope.md'"),
         (MINIMAL.replace('binaries = ["tracker"]', 'path = ["nope"]'), "[arms.cli] path has value"),
-        (MINIMAL.replace("[arms.cli]", "[arms.'bad name']"), "is not a valid arm name ('bad name')"),
+        (MINIMAL.replace("[arms.cli]", "[arms.'bad name']"), "has the arm name 'bad name', refused because"),
         (MINIMAL.replace('required_facts = ["5"]', ""), "the task could never fail"),
         (MINIMAL.replace('required_facts = ["5"]', "required_facts = [3]"), "[tasks.count] required_facts (fact 1) has value 3"),
         (MINIMAL + "\n[pricing]\noutput = -1\n", "[pricing] output has value -1; allowed: a number >= 0"),

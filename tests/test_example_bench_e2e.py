@@ -72,7 +72,7 @@ def bench_copy(tmp_path):
 
 
 def run(folder, *args, env_extra=None, wait=True):
-    env = {**os.environ, "SERVICE_SPY_LOG": str(folder / "spy.jsonl"), "PYTHONPATH": str(folder), **(env_extra or {})}
+    env = {**os.environ, "SERVICE_SPY_LOG": str(folder / "spy.jsonl"), "PYTHONPATH": os.pathsep.join(filter(None, (str(folder), os.environ.get("PYTHONPATH")))), **(env_extra or {})}
     command = [sys.executable, "-m", "pytest", "-p", "service_spy", "-p", "no:randomly", "--bench-scripted",
                "--bench-store", str(folder / "results"), *args]  # fmt: skip
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

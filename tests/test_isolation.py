@@ -10,6 +10,8 @@ from benches import one_trial
 pytestmark = pytest.mark.e2e
 
 SECRET = "s3cr3t-tracker-token-9f8e7d"
+SERVICE_KEY = "svc-key-4d5e6f"  # under a name with KEY: a credential by its name (README, Tool isolation)
+SHORT_SECRET = "q7Zx9"  # five characters, declared by the provision hook: redacted all the same
 
 BENCH = """
 [bench]
@@ -25,6 +27,11 @@ secrets = ["token"]
 tools = ["Bash"]
 binaries = ["touch"]
 env = { TRACKER_TOKEN = "{token}", PLAIN = "visible" }
+
+[arms.keys]
+tools = ["Bash"]
+binaries = ["touch"]
+env = { SERVICE_KEY = "{service_key}" }
 
 [arms.loose]
 tools = ["Bash"]
@@ -73,7 +80,8 @@ from pytest_benchcell.scripted import Answer, ToolUse
 ESCAPES = {ESCAPES!r}
 
 def pytest_benchcell_provision(trial):
-    return Environment(values={{"token": {SECRET!r}}}, data=trial.agent_cwd)
+    return Environment(values={{"token": {SECRET!r}, "service_key": {SERVICE_KEY!r}}}, data=trial.agent_cwd,
+                       secrets=({SHORT_SECRET!r},))
 
 def pytest_benchcell_snapshot(trial, environment):
     return {{"files": sorted(p.name for p in environment.data.iterdir())}}
@@ -84,6 +92,10 @@ def pytest_benchcell_script(trial, environment):
         steps.append(ToolUse("Bash", {{"command": "touch ok.txt"}}))
         steps.append(ToolUse("Bash", {{"command": 'echo "token=$TRACKER_TOKEN plain=$PLAIN harness=${{HARNESS_ONLY:-unset}} path=$PATH"'}}))
         return steps + [Answer("done; my token was {SECRET}")]
+    if trial.arm == "keys":
+        spaced = " ".join({SECRET!r})
+        return [ToolUse("Bash", {{"command": "echo key=$SERVICE_KEY; touch ok.txt"}}),
+                Answer(f"short={SHORT_SECRET} spaced={{spaced}} dashed={{'-'.join({SECRET!r})}}")]
     if trial.arm == "loose":
         return [ToolUse("Bash", {{"command": "touch ok.txt && cp ok.txt copy.txt"}}), Answer("done")]
     if trial.arm == "reader":
@@ -151,6 +163,14 @@ def test_secrets_never_reach_the_store(bench: pytest.Pytester) -> None:
     assert "harness-secret-value" not in store_text
 
 
+def test_declared_short_secrets_key_named_variables_and_spaced_out_secrets_are_redacted(bench: pytest.Pytester) -> None:
+    _, sample = run(bench, "keys")
+    store_text = "".join(p.read_text() for p in (bench.path / "results").rglob("*") if p.is_file())
+    assert SERVICE_KEY not in store_text and SHORT_SECRET not in store_text
+    assert "key=[redacted]" in sample["tool_calls"][0]["output"]
+    assert sample["final_answer"] == "short=[redacted] spaced=[redacted] dashed=[redacted]"
+
+
 def test_a_loosened_guard_lets_one_through_and_the_audit_marks_the_trial_invalid(bench: pytest.Pytester) -> None:
     result, sample = run(bench, "loose")
     result.assert_outcomes()  # not passed, not failed: invalid
@@ -178,7 +198,8 @@ def test_built_in_tools_only_where_declared(bench: pytest.Pytester) -> None:
     _, sample = run(bench, "reader")
     write, read, touch = sample["tool_calls"]
     # the CLI was never given Write: it refuses the call itself, before any hook, so it never ran
-    assert write["tool"] == "Write" and write["allowed"] is None and "No such tool available" in write["output"]
+    assert write["tool"] == "Write" and write["allowed"] is False and "No such tool available" in write["output"]
+    assert write["reason"].startswith("refused by the Claude Code CLI before the guard: ") and "Write" in write["reason"]
     assert read["tool"] == "Read" and read["allowed"] is True
     assert touch["allowed"] is True
     assert sample["outcome"] == "pass"  # w.txt was never written
@@ -187,7 +208,8 @@ def test_built_in_tools_only_where_declared(bench: pytest.Pytester) -> None:
 def test_an_mcp_only_arm_has_no_shell(bench: pytest.Pytester) -> None:
     _, sample = run(bench, "mcp-only")
     bash, ping = sample["tool_calls"]
-    assert bash["tool"] == "Bash" and bash["allowed"] is None and "No such tool available" in bash["output"]
+    assert bash["tool"] == "Bash" and bash["allowed"] is False and "No such tool available" in bash["output"]
+    assert bash["reason"].startswith("refused by the Claude Code CLI before the guard: ") and "Bash" in bash["reason"]
     assert ping["tool"] == "mcp__files__ping" and ping["allowed"] is True and "pong" in ping["output"]
     assert sample["leaks"] == []
     assert sample["outcome"] == "incorrect"  # ok.txt was never created

@@ -75,7 +75,7 @@ def test_unused_isolation_keys_leave_the_fingerprint_alone(tmp_path: Path) -> No
         ('[arms.raw.arguments.curl]\nallow_urls = ["http://me@127.0.0.1/"]', "allowed: URL prefixes"),
         ('[arms.raw.arguments.curl]\nallow_urls = "http://127.0.0.1/"', "allow_urls has value 'http://127.0.0.1/'; allowed: a list of non-empty strings"),
         ('[arms.raw.arguments.curl]\nallow_urls = []', "[arms.raw.arguments.curl] allow_urls has value []; allowed: at least one URL prefix (e.g. \"http://127.0.0.1:{port}/\"); to keep the arm from the network, leave curl out of its binaries"),
-        ('helpers = { git = ["/usr/bin/sh"] }', "[arms.raw.helpers] git has value '/usr/bin/sh'; allowed: program names without a folder"),
+        ('helpers = { git = ["/usr/bin/sh"] }', "[arms.raw.helpers] git has value '/usr/bin/sh'; allowed: a bare program name"),
         ('helpers = { tea = ["sh"] }', "[arms.raw.helpers] tea has value 'tea'; allowed: one of this arm's binaries"),
         ('probe = { tea = "tea --help" }', "[arms.raw.probe] tea has value 'tea'; allowed: one of this arm's binaries"),
         ('probe = { git = "sh -c true" }', "[arms.raw.probe] git has value 'sh -c true'; allowed: a command line that runs git itself"),

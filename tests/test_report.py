@@ -503,7 +503,12 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
 
 
 def test_markdown_tables_are_well_formed(tmp_path: Path) -> None:
-    store = balanced_store(tmp_path, arms={"a": 1.0, "b|c": 1.1}, tasks=3)
+    store = balanced_store(tmp_path, arms={"a": 1.0, "bc": 1.1}, tasks=3)
+    # The store refuses such a name now (names.py); one written by hand, or by an older plugin, may hold it.
+    folder = tmp_path / "real" / "bc"
+    for path in folder.iterdir():
+        path.write_text(path.read_text().replace('"arm": "bc"', '"arm": "b|c"').replace('"arm":"bc"', '"arm":"b|c"'))
+    folder.rename(tmp_path / "real" / "b|c")
     markdown = render_markdown(build_report(store, ReportSettings()))
     tables = re.findall(r"(?:^\|.*\|\n)+", markdown, flags=re.MULTILINE)
     assert len(tables) >= 6

@@ -261,6 +261,12 @@ def _e_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.2g}" if value < 10 else f"{value:.1f}"
 
 
+def _coverage_legend(floor: int) -> str:
+    """What covered, partial and missing mean at this floor (at a floor of 1 no cell is partial)."""
+    partial = {1: "", 2: "1 (partial), "}.get(floor, f"1 to {floor - 1} (partial), ")
+    return f"Cells with >= {floor} scored trial{'s' if floor != 1 else ''} (covered), {partial}none (missing)."
+
+
 def _coverage_blocks(report: Report) -> list[Block]:
     floor = report.settings.floor
     per_arm = [
@@ -270,7 +276,7 @@ def _coverage_blocks(report: Report) -> list[Block]:
     ]  # fmt: skip
     blocks: list[Block] = [
         Heading("Coverage"),
-        Text(f"Cells with >= {floor} scored trials (covered), 1 to {floor - 1} (partial), none (missing)."),
+        Text(_coverage_legend(floor)),
         Table(["arm", "covered", "partial", "missing", "tasks", "status"], per_arm),
     ]
     by_cell = {(c.arm, c.task): c for c in report.cells}
