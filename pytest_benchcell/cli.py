@@ -60,6 +60,22 @@ def parse_weights(text: str, base: dict[str, float] | None = None) -> dict[str, 
     return weights
 
 
+OUTPUT_ALLOWED = "a file path (missing folders above it are created)"
+
+
+def unusable_output(path: Path) -> str | None:
+    """Why a report file cannot be written at `path`, or None: checked before any work is done."""
+    if path.is_dir():
+        return f"{path} is a folder; allowed: {OUTPUT_ALLOWED}"
+    existing = next((folder for folder in path.parents if folder.exists()), None)
+    if existing is not None and not existing.is_dir():
+        return f"{path} cannot be created: {existing} is a file, not a folder; allowed: {OUTPUT_ALLOWED}"
+    blocking = path if path.exists() else existing
+    if blocking is not None and not os.access(blocking, os.W_OK | (0 if blocking == path else os.X_OK)):
+        return f"{path} cannot be written: {blocking} is read-only for this user; allowed: {OUTPUT_ALLOWED}"
+    return None
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -138,6 +154,10 @@ def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
 
 # ------------------------------------------------------------------------------------------------------
 def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSet]:
+    for option, path in (("--md", args.md), ("--json", args.json), ("--html", args.html)):
+        problem = unusable_output(path) if path is not None else None
+        if problem:
+            raise UsageError(f"{option} {path}: {problem}")
     settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
     store_paths = args.stores or ([config_store] if config_store else [])
     if not store_paths:

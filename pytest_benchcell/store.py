@@ -680,6 +680,18 @@ class Store:
             _append_bytes(self.reservations_path(cell), _json_line(line))
         return numbers
 
+    def reserve_previewed(self, cell: Cell, previewed: Sequence[int], *, sitting: str) -> list[int]:
+        """Reserve the numbers preview_trials gave earlier (of them, those that will run), under the
+        store lock: the same numbers while no other sitting reserved past them meanwhile, else as
+        many fresh ones. The numbers previewed but not passed here stay free."""
+        if not previewed:
+            return []
+        with self._locked():
+            start = self.highest_trial(cell) + 1
+            numbers = list(previewed) if min(previewed) >= start else list(range(start, start + len(previewed)))
+            _append_bytes(self.reservations_path(cell), _json_line({"trials": numbers, "sitting": sitting}))
+        return numbers
+
     # -- samples -----------------------------------------------------------------------------
     def append(self, sample: Mapping[str, Any]) -> Path:
         """Append one complete sample to its cell file, under the lock, flushed and fsynced.
