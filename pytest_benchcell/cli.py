@@ -30,7 +30,7 @@ from .report import (
 )
 from .sample import MODEL_KINDS, TOKEN_COMPONENTS
 from .sitting import new_sitting_id
-from .store import Store, StoreError, StoreSet, merge_stores
+from .store import Store, StoreError, StoreSet, looks_like_store, merge_stores, other_conditions
 
 
 class UsageError(Exception):
@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("sources", type=Path, nargs="+", metavar="SRC", help="store folders to merge from")
     merge.add_argument("--into", type=Path, required=True, metavar="DEST", help="the store folder to append to")
+    merge.add_argument(
+        "--allow-other-conditions", action="store_true",
+        help="also merge samples whose conditions DEST does not have (another bench, another model, other "
+        "definitions of a cell); reports never pool them with the current conditions",
+    )  # fmt: skip
     return parser
 
 
@@ -238,6 +243,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+STORE_HINT = (
+    "a store is the folder named by [bench] store or --bench-store, holding real/, scripted/ or definitions/"
+)
+
+
 def _merge(args: argparse.Namespace) -> int:
     sources = []
     for source in args.sources:
@@ -247,12 +257,35 @@ def _merge(args: argparse.Namespace) -> int:
         if source.resolve() == args.into.resolve():
             print(f"benchcell merge: error: SRC {source} is DEST itself", file=sys.stderr)
             return 2
+        if not looks_like_store(source):
+            print(f"benchcell merge: error: SRC {source} is not a sample store; {STORE_HINT}", file=sys.stderr)
+            return 2
         sources.append(Store(source))
     if args.into.exists() and not args.into.is_dir():
         print(f"benchcell merge: error: --into {args.into} is not a folder", file=sys.stderr)
         return 2
+    if args.into.is_dir() and any(args.into.iterdir()) and not looks_like_store(args.into):
+        print(
+            f"benchcell merge: error: --into {args.into} is a folder with other files, not a sample store; {STORE_HINT} "
+            "(or a new folder, created by the merge)",
+            file=sys.stderr,
+        )
+        return 2
+    dest = Store(args.into)
     try:
-        result = merge_stores(sources, Store(args.into), sitting=f"merge-{new_sitting_id()}")
+        foreign = [] if args.allow_other_conditions else other_conditions(sources, dest)
+        if foreign:
+            print(
+                "benchcell merge: error: SRC holds samples of conditions DEST does not have (another bench, another "
+                "model, or other definitions of these cells); nothing was merged:",
+                *(f"    {line}" for line in foreign),
+                "Reports never pool samples of other conditions with the current ones. To keep them in DEST anyway, "
+                "merge with --allow-other-conditions.",
+                sep="\n",
+                file=sys.stderr,
+            )
+            return 2
+        result = merge_stores(sources, dest, sitting=f"merge-{new_sitting_id()}")
     except (StoreError, OSError) as exc:
         print(f"benchcell merge: {exc}", file=sys.stderr)
         return 1

@@ -901,6 +901,44 @@ def _rows_across(stores: Sequence[Store], cell: Cell, problems: list[Problem]) -
 MERGE_BATCH_BYTES = 4 * 1024 * 1024
 
 
+def looks_like_store(root: Path) -> bool:
+    """Whether a folder is a sample store (what a sitting or a merge leaves): its lock file, a
+    real/ or scripted/ folder of cells, or a definitions/ folder."""
+    return (root / LOCK_NAME).is_file() or any((root / name).is_dir() for name in (*MODEL_KINDS, DEFINITIONS_DIR))
+
+
+def other_conditions(sources: Sequence[Store], dest: Store) -> list[str]:
+    """One line per cell where the sources hold trial samples DEST lacks whose conditions DEST does not
+    have: another bench, another model, or other definitions of these cells. Judged per cell against
+    DEST's samples of that cell, and by model against every model DEST holds (for cells DEST lacks).
+    Empty when DEST has no samples at all (a new store takes whatever it is given)."""
+    dest_cells = dest.cells()
+    dest_rows = {cell: dest.cell_rows(cell, []) for cell in dest_cells}
+    models = {fields[_F_REST].split("\t")[_R_MODEL] for rows in dest_rows.values() for fields in rows}
+    if not dest_rows or not any(dest_rows.values()):
+        return []
+    found: list[str] = []
+    for cell in sorted({cell for source in sources for cell in source.cells()}):
+        held = {fields[_F_CONDITIONS] for fields in dest_rows.get(cell, ()) if fields[_F_STATUS] != STATUS_RESCORE}
+        ids = {fields[_F_ID] for fields in dest_rows.get(cell, ())}
+        foreign: dict[str, int] = {}
+        for source in sources:
+            for fields in source.cell_rows(cell, []):
+                if fields[_F_STATUS] == STATUS_RESCORE or fields[_F_ID] in ids:
+                    continue
+                conditions, model = fields[_F_CONDITIONS], fields[_F_REST].split("\t")[_R_MODEL]
+                if (held and conditions not in held) or (not held and model not in models):
+                    label = f"model {model or 'unrecorded'}, conditions {conditions or 'unrecorded'}"
+                    foreign[label] = foreign.get(label, 0) + 1
+        if foreign:
+            mine = f"DEST has conditions {', '.join(sorted(held))}" if held else (
+                f"DEST has no sample of this cell; its models: {', '.join(sorted(m or 'unrecorded' for m in models))}"
+            )
+            listed = "; ".join(f"{count} of {label}" for label, count in foreign.items())
+            found.append(f"{cell} ({cell.model_kind}): {listed} ({mine})")
+    return found
+
+
 @dataclass
 class MergeResult:
     appended: int = 0
