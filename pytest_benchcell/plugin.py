@@ -764,6 +764,19 @@ class RescorePlugin(OffloadPlugin):
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
         self.lines = tally.summary_lines(f"{len(cells)} cells of {store.root / model_kind}")
+        if not cells:
+            self.lines.extend(self._other_kind_hint(store, model_kind))
+
+    def _other_kind_hint(self, store: Store, model_kind: str) -> list[str]:
+        """Where the samples are when the chosen model kind has none (real and scripted live apart)."""
+        other_kind = MODEL_REAL if model_kind == MODEL_SCRIPTED else MODEL_SCRIPTED
+        other = [cell for cell in self.selected_cells(other_kind) if store.samples_path(cell).exists()]
+        samples = sum(1 for _ in store.iter_summaries([], cells=other))
+        if not samples:
+            return []
+        flag = "add --bench-scripted" if other_kind == MODEL_SCRIPTED else "leave out --bench-scripted"
+        return [f"the {other_kind} store {store.root / other_kind} has {samples} samples in {len(other)} of the "
+                f"selected cells: {flag} to re-score them"]  # fmt: skip
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "benchcell rescore")

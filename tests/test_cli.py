@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sample_factory import cell_samples, write_samples
+from sample_factory import cell_samples, of_bench, write_samples
 
 from pytest_benchcell.cli import main, parse_weights
 
@@ -113,7 +113,6 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
     config = pytest.importorskip("pytest_benchcell.config")
     if not hasattr(config, "load_bench"):
         pytest.skip("config.load_bench is not available")
-    write_samples(tmp_path / "results", cell_samples("cli", "t1", 3, tier="read"))
     bench = tmp_path / "bench.toml"
     bench.write_text(
         textwrap.dedent(
@@ -143,6 +142,7 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
             """
         )
     )
+    write_samples(tmp_path / "results", [of_bench(sample, bench) for sample in cell_samples("cli", "t1", 3, tier="read")])
     path = tmp_path / "r.json"
     assert main(["report", "--config", str(bench), "--json", str(path)]) == 0
     document = json.loads(path.read_text())

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from benches import write_bench
-from sample_factory import make_sample
+from sample_factory import make_sample, of_bench
 
 from pytest_benchcell.store import Store
 
@@ -16,13 +16,18 @@ from pytest_benchcell.store import Store
 pytest.importorskip("matplotlib.pyplot")
 
 
+def sample_of(pytester: pytest.Pytester, arm: str, task: str, **fields) -> dict:
+    """A sample of the current definitions of the bench in the pytester folder (reports use only those)."""
+    return of_bench(make_sample(arm, task, **fields), pytester.path / "bench.toml")
+
+
 def fill(pytester: pytest.Pytester, *, torn: bool = False) -> Store:
     store = Store(pytester.path / "results")
     for trial in range(1, 4):
-        store.append(make_sample("shell", "say-hello", trial=trial, tier="read", tokens=(1000, 0, 0, 100)))
-        store.append(make_sample("bare", "say-hello", trial=trial, tier="read", tokens=(1200, 0, 0, 120),
+        store.append(sample_of(pytester, "shell", "say-hello", trial=trial, tier="read", tokens=(1000, 0, 0, 100)))
+        store.append(sample_of(pytester, "bare", "say-hello", trial=trial, tier="read", tokens=(1200, 0, 0, 120),
                                  outcome="pass" if trial < 3 else "incorrect"))  # fmt: skip
-    store.append(make_sample("shell", "make-file", trial=1, tier="single-mutation"))  # partial cell
+    store.append(sample_of(pytester, "shell", "make-file", trial=1, tier="single-mutation"))  # partial cell
     if torn:
         with store.samples_path(store.cells()[0]).open("ab") as handle:
             handle.write(b'{"schema":1,"id":"torn')
@@ -94,7 +99,7 @@ def test_a_bonus_task_shows_not_applicable_for_arms_that_cannot_do_it(pytester: 
 
     bonus = '\n[tasks.shell-only]\ntier = "read"\nbonus = true\narms = ["shell"]\nintent = "x"\nrequired_facts = ["x"]\n'
     write_bench(pytester, BENCH_TOML + bonus)
-    Store(pytester.path / "results").append(make_sample("shell", "shell-only", tier="read", bonus=True))
+    Store(pytester.path / "results").append(sample_of(pytester, "shell", "shell-only", tier="read", bonus=True))
     result = pytester.runpytest("--bench-report", "--bench-task", "shell-only")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*shell-only*shell*1*", "*shell-only*bare*n/a*not applicable to this arm*"])
@@ -112,7 +117,7 @@ def pytest_benchcell_probe(bench):
     store = Store(pytester.path / "results")
     for arm in ("shell", "bare"):
         for trial in range(1, 4):
-            store.append(make_sample(arm, "say-hello", trial=trial, tier="read"))
+            store.append(sample_of(pytester, arm, "say-hello", trial=trial, tier="read"))
     result = pytester.runpytest("--bench-report", "--bench-task", "say-hello,make-file")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
@@ -129,7 +134,7 @@ def test_report_reads_further_stores_as_one(pytester: pytest.Pytester) -> None:
     fill(pytester)
     other = Store(pytester.path / "other")
     for trial in range(4, 6):
-        other.append(make_sample("shell", "make-file", trial=trial, tier="single-mutation"))
+        other.append(sample_of(pytester, "shell", "make-file", trial=trial, tier="single-mutation"))
     result = pytester.runpytest("--bench-report-json", "r.json", "--bench-report-store", "other")
     assert result.ret == pytest.ExitCode.OK
     document = json.loads((pytester.path / "r.json").read_text())
