@@ -10,8 +10,8 @@ How the figures are made (the README repeats this):
   between the two shows skew within tasks and nothing else.
 * The headline and the per-tier, per-component and pass^k tables use only the tasks where every
   reported arm has at least ``floor`` scored trials, and say which; an arm with no scored sample at
-  all takes no part in that choice (a notice names it), so one broken arm does not empty the table. Pairwise comparisons use the tasks
-  where both arms of the pair meet the floor.
+  all takes no part in that choice (a notice names it), so one broken arm does not empty the table.
+  Pairwise comparisons use the tasks where both arms of the pair meet the floor.
 * Per-arm intervals are about tasks like these and need MIN_TASKS tasks: success is the t interval over
   task rates widened to the pooled Wilson interval; positive figures (tokens, turns, times, cost) the
   lognormal generalized interval over task means, seeded per arm and table from ``settings.seed`` so
@@ -686,7 +686,8 @@ def _notices(report: Report, context: _Context) -> list[str]:
         else:
             notes.append(
                 f"Left out {plural(provenance.left_out_other_conditions, 'sample')} of older fingerprints in "
-                f"{plural(other_cells, 'cell')}: each cell reports its newest fingerprint only; see Provenance."
+                f"{plural(other_cells, 'cell')}: each cell reports its newest fingerprint only (with the bench's "
+                "definitions, `benchcell report --config bench.toml`, the current conditions instead); see Provenance."
             )
     if len(report.provenance.models) > 1:
         listed = ", ".join(f"{model or 'unrecorded'} ({n} samples)" for model, n in report.provenance.models.items())
