@@ -912,19 +912,23 @@ def other_conditions(sources: Sequence[Store], dest: Store) -> list[str]:
     have: another bench, another model, or other definitions of these cells. Judged per cell against
     DEST's samples of that cell, and by model against every model DEST holds (for cells DEST lacks).
     Empty when DEST has no samples at all (a new store takes whatever it is given)."""
-    dest_cells = dest.cells()
-    dest_rows = {cell: dest.cell_rows(cell, []) for cell in dest_cells}
-    models = {fields[_F_REST].split("\t")[_R_MODEL] for rows in dest_rows.values() for fields in rows}
-    if not dest_rows or not any(dest_rows.values()):
+    models: set[str] = set()
+    conditions_held: dict[Cell, set[str]] = {}  # a sample DEST holds already has its conditions in here
+    for cell in dest.cells():
+        held = conditions_held[cell] = set()
+        for fields in dest.cell_rows(cell, []):
+            if fields[_F_STATUS] != STATUS_RESCORE:
+                held.add(fields[_F_CONDITIONS])
+                models.add(fields[_F_REST].split("\t")[_R_MODEL])
+    if not models:
         return []
     found: list[str] = []
     for cell in sorted({cell for source in sources for cell in source.cells()}):
-        held = {fields[_F_CONDITIONS] for fields in dest_rows.get(cell, ()) if fields[_F_STATUS] != STATUS_RESCORE}
-        ids = {fields[_F_ID] for fields in dest_rows.get(cell, ())}
+        held = conditions_held.get(cell, set())
         foreign: dict[str, int] = {}
         for source in sources:
             for fields in source.cell_rows(cell, []):
-                if fields[_F_STATUS] == STATUS_RESCORE or fields[_F_ID] in ids:
+                if fields[_F_STATUS] == STATUS_RESCORE:
                     continue
                 conditions, model = fields[_F_CONDITIONS], fields[_F_REST].split("\t")[_R_MODEL]
                 if (held and conditions not in held) or (not held and model not in models):
