@@ -80,9 +80,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-trials", type=_trials_per_cell, default=None, dest="bench_trials", metavar="N",
                     help="new trials per selected cell this sitting (default: [bench] trials, 5)")
     group.addoption("--bench-turn-cap", type=_positive_int, default=None, dest="bench_turn_cap", metavar="N",
-                    help="agent turns before a trial counts as confused (default: [bench] turn_cap, 40)")
+                    help="agent turns before a trial counts as confused (default: [bench] turn_cap, 40); with --bench-report: "
+                         "report the samples made under this cap")
     group.addoption("--bench-wall-clock-ms", type=_positive_int, default=None, dest="bench_wall_clock_ms",
-                    metavar="MS", help="wall-clock backstop per trial; past it the trial is hung (default 300000)")
+                    metavar="MS", help="wall-clock backstop per trial; past it the trial is hung (default 300000); with "
+                         "--bench-report: report the samples made under this backstop")
     group.addoption("--bench-store", default=None, dest="bench_store", metavar="DIR",
                     help="sample store folder, relative to the current directory (default: [bench] store, relative to "
                          "bench.toml)")
@@ -614,9 +616,12 @@ class SittingPlugin:
         state.extra["reserve_selected"] = False
         selected = [item for item in session.items if isinstance(item, TrialItem)]
         try:
-            reserved = reserve_selected(state.store, state.model_kind, [item.planned for item in selected], state.sitting_id)
+            reserved = reserve_selected(
+                state.store, state.model_kind, [item.planned for item in selected], state.sitting_id
+            )
         except (StoreError, OSError) as exc:
-            raise pytest.UsageError(f"{_store_source(self.config, state.bench)}: {state.store.root}: {exc}; allowed: {STORE_ALLOWED}") from None
+            source = _store_source(self.config, state.bench)
+            raise pytest.UsageError(f"{source}: {state.store.root}: {exc}; allowed: {STORE_ALLOWED}") from None
         for index, item in enumerate(session.items):
             if isinstance(item, TrialItem) and reserved[item.planned] != item.planned:
                 planned = reserved[item.planned]
@@ -694,7 +699,8 @@ class SittingPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # A fill with nothing left to fill is success, not pytest's "no tests collected".
-        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not self.state.extra["planned"] and "fill_target" in self.state.extra:
+        nothing_planned = not self.state.extra["planned"] and "fill_target" in self.state.extra
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and nothing_planned:
             session.exitstatus = pytest.ExitCode.OK
 
     @pytest.hookimpl(tryfirst=True)
@@ -755,7 +761,7 @@ class RescorePlugin(OffloadPlugin):
     """--bench-rescore: new verdicts for stored samples from the current checker."""
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .rescore import rescore_cells  # imports the trial machinery, not the SDK itself
+        from .rescore import rescore_cells, samples_elsewhere  # imports the trial machinery, not the SDK itself
         from .sitting import new_sitting_id
 
         option = self.config.option
@@ -764,19 +770,10 @@ class RescorePlugin(OffloadPlugin):
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
         self.lines = tally.summary_lines(f"{len(cells)} cells of {store.root / model_kind}")
-        if not cells:
-            self.lines.extend(self._other_kind_hint(store, model_kind))
-
-    def _other_kind_hint(self, store: Store, model_kind: str) -> list[str]:
-        """Where the samples are when the chosen model kind has none (real and scripted live apart)."""
-        other_kind = MODEL_REAL if model_kind == MODEL_SCRIPTED else MODEL_SCRIPTED
-        other = [cell for cell in self.selected_cells(other_kind) if store.samples_path(cell).exists()]
-        samples = sum(1 for _ in store.iter_summaries([], cells=other))
-        if not samples:
-            return []
-        flag = "add --bench-scripted" if other_kind == MODEL_SCRIPTED else "leave out --bench-scripted"
-        return [f"the {other_kind} store {store.root / other_kind} has {samples} samples in {len(other)} of the "
-                f"selected cells: {flag} to re-score them"]  # fmt: skip
+        if not cells:  # real and scripted samples live apart: say where this selection's samples are
+            other_kind = MODEL_REAL if model_kind == MODEL_SCRIPTED else MODEL_SCRIPTED
+            flag = "add --bench-scripted" if other_kind == MODEL_SCRIPTED else "leave out --bench-scripted"
+            self.lines.extend(samples_elsewhere(store, self.selected_cells(other_kind), flag))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "benchcell rescore")
@@ -803,6 +800,13 @@ class ReportPlugin(OffloadPlugin):
         model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
         cells = self.selected_cells(model_kind)
         settings = settings_for_bench(self.bench, model_kind=model_kind)
+        if option.bench_turn_cap or option.bench_wall_clock_ms:  # the bounds are part of the conditions
+            settings.definitions = {
+                (cell.arm, cell.task): self.bench.definition(
+                    cell.arm, cell.task, turn_cap=option.bench_turn_cap, wall_clock_ms=option.bench_wall_clock_ms
+                )
+                for cell in cells
+            }
         settings.arms = list(dict.fromkeys(cell.arm for cell in cells))
         settings.tasks = {task: info for task, info in (settings.tasks or {}).items() if any(c.task == task for c in cells)}
         for task, reason in _probe_exclusions(self.config, self.bench).items():

@@ -680,8 +680,9 @@ def _notices(report: Report, context: _Context) -> list[str]:
         if provenance.current_conditions:
             notes.append(
                 f"Left out {plural(provenance.left_out_other_conditions, 'sample')} of other conditions in "
-                f"{plural(other_cells, 'cell')} (another model or bench, as merged from another store, or earlier "
-                "definitions of these cells): never pooled with the current conditions; see Provenance."
+                f"{plural(other_cells, 'cell')} (another model or bench, as merged from another store, earlier "
+                "definitions of these cells, or other bounds: --bench-turn-cap/--bench-wall-clock-ms select those): "
+                "never pooled with the current conditions; see Provenance."
             )
         else:
             notes.append(
