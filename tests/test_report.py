@@ -148,7 +148,7 @@ def test_catalogue_arm_without_samples_is_shown_missing(tmp_path: Path) -> None:
     store = write_samples(tmp_path, cell_samples("cli", "t1", 3))
     report = build_report(store, ReportSettings(arms=["mcp", "cli"], tasks={"t1": TaskInfo("read")}))
     assert report.arms == ["mcp", "cli"]  # display order as given
-    assert any("Arm mcp has no scored samples (no sample of the current conditions yet) and is left out of the headline"
+    assert any("Arm mcp has no scored samples (no sample yet) and is left out of the headline"
                in n for n in report.notices)  # fmt: skip
     assert report.headline.tasks == ["t1"]  # one arm without data does not empty the headline of the others
     assert "every arm but mcp (no scored sample)" in report.headline.note

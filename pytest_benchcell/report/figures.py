@@ -223,6 +223,11 @@ def _headline_arms(context: _Context) -> list[str]:
     return [arm for arm in context.arms if arm not in without] or list(context.arms)
 
 
+def _every_headline_arm(context: _Context) -> str:
+    left_out = [arm for arm in context.arms if arm not in _headline_arms(context)]
+    return f"every arm but {names_in_prose(left_out)} (no scored sample)" if left_out else "every arm"
+
+
 def _headline_tasks(context: _Context) -> list[str]:
     if not context.arms:
         return []
@@ -325,8 +330,7 @@ def _headline(context: _Context, tasks: list[str]) -> tuple[Headline, list[Compo
     """The headline rows and the per-component rows: both over the headline tasks, one set of draws per arm."""
     scored = context.scored_tasks()
     floor = context.settings.floor
-    left_out = [arm for arm in context.arms if arm not in _headline_arms(context)]
-    every_arm = f"every arm but {names_in_prose(left_out)} (no scored sample)" if left_out else "every arm"
+    every_arm = _every_headline_arm(context)
     if not context.arms:
         note = "no arm has samples yet"
     elif not tasks:
@@ -637,7 +641,9 @@ def _notices(report: Report, context: _Context) -> list[str]:
         if row.covered + row.partial == 0:
             why = (
                 f"{outcomes.invalid} invalid and {outcomes.error} errored of its {plural(outcomes.samples, 'sample')}"
-                if outcomes.samples else "no sample of the current conditions yet"
+                if outcomes.samples
+                else "no sample of the current conditions yet" if context.settings.definitions is not None
+                else "no sample yet"
             )
             left_out = " and is left out of the headline, which is over the other arms" if row.arm not in headline_arms else ""
             notes.append(f"Arm {row.arm} has no scored samples ({why}){left_out}.")
@@ -659,7 +665,8 @@ def _notices(report: Report, context: _Context) -> list[str]:
     if context.arms and scored and len(headline) < len(scored):
         left = [t for t in scored if t not in headline]
         notes.append(
-            f"Headline over {len(headline)} of {len(scored)} tasks (those where every arm meets the floor); "
+            f"Headline over {len(headline)} of {len(scored)} tasks (those where {_every_headline_arm(context)} "
+            "meets the floor); "
             f"left out: {names_in_prose(left)}."
         )
     provenance = report.provenance
