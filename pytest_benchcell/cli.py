@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="append to one store the samples of others it lacks",
         description="Append to DEST every sample of the SRC stores that DEST lacks (by sample id), under DEST's "
         "lock. Merged trials get the next free trial numbers of their cell in DEST; each keeps its id, and "
-        "merged_from records its source store and original number. Nothing is rewritten; SRC is only read.",
+        "merged_from records its source store and original number. Nothing is rewritten; SRC is only read. A folder "
+        "that is not a store, and samples of conditions DEST lacks (another bench or model), are refused.",
     )
     merge.add_argument("sources", type=Path, nargs="+", metavar="SRC", help="store folders to merge from")
     merge.add_argument("--into", type=Path, required=True, metavar="DEST", help="the store folder to append to")
