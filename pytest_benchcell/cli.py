@@ -30,7 +30,7 @@ from .report import (
 )
 from .sample import MODEL_KINDS, TOKEN_COMPONENTS
 from .sitting import new_sitting_id
-from .store import Store, StoreError, StoreSet, merge_stores
+from .store import Store, StoreError, StoreSet, looks_like_store, merge_stores, other_conditions
 
 
 class UsageError(Exception):
@@ -58,6 +58,22 @@ def parse_weights(text: str, base: dict[str, float] | None = None) -> dict[str, 
             raise UsageError(f"--weights: {name} has value {value.strip()!r}; allowed: a finite number >= 0")
         weights[name] = number
     return weights
+
+
+OUTPUT_ALLOWED = "a file path (missing folders above it are created)"
+
+
+def unusable_output(path: Path) -> str | None:
+    """Why a report file cannot be written at `path`, or None: checked before any work is done."""
+    if path.is_dir():
+        return f"{path} is a folder; allowed: {OUTPUT_ALLOWED}"
+    existing = next((folder for folder in path.parents if folder.exists()), None)
+    if existing is not None and not existing.is_dir():
+        return f"{path} cannot be created: {existing} is a file, not a folder; allowed: {OUTPUT_ALLOWED}"
+    blocking = path if path.exists() else existing
+    if blocking is not None and not os.access(blocking, os.W_OK | (0 if blocking == path else os.X_OK)):
+        return f"{path} cannot be written: {blocking} is read-only for this user; allowed: {OUTPUT_ALLOWED}"
+    return None
 
 
 def _int(text: str) -> int:
@@ -107,10 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="append to one store the samples of others it lacks",
         description="Append to DEST every sample of the SRC stores that DEST lacks (by sample id), under DEST's "
         "lock. Merged trials get the next free trial numbers of their cell in DEST; each keeps its id, and "
-        "merged_from records its source store and original number. Nothing is rewritten; SRC is only read.",
+        "merged_from records its source store and original number. Nothing is rewritten; SRC is only read. A folder "
+        "that is not a store, and samples of conditions DEST lacks (another bench or model), are refused.",
     )
     merge.add_argument("sources", type=Path, nargs="+", metavar="SRC", help="store folders to merge from")
     merge.add_argument("--into", type=Path, required=True, metavar="DEST", help="the store folder to append to")
+    merge.add_argument(
+        "--allow-other-conditions", action="store_true",
+        help="also merge samples whose conditions DEST does not have (another bench, another model, other "
+        "definitions of a cell); reports never pool them with the current conditions",
+    )  # fmt: skip
     return parser
 
 
@@ -138,6 +160,10 @@ def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
 
 # ------------------------------------------------------------------------------------------------------
 def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSet]:
+    for option, path in (("--md", args.md), ("--json", args.json), ("--html", args.html)):
+        problem = unusable_output(path) if path is not None else None
+        if problem:
+            raise UsageError(f"{option} {path}: {problem}")
     settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
     store_paths = args.stores or ([config_store] if config_store else [])
     if not store_paths:
@@ -218,6 +244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+STORE_HINT = (
+    "a store is the folder named by [bench] store or --bench-store, holding real/, scripted/ or definitions/"
+)
+
+
 def _merge(args: argparse.Namespace) -> int:
     sources = []
     for source in args.sources:
@@ -227,12 +258,35 @@ def _merge(args: argparse.Namespace) -> int:
         if source.resolve() == args.into.resolve():
             print(f"benchcell merge: error: SRC {source} is DEST itself", file=sys.stderr)
             return 2
+        if not looks_like_store(source):
+            print(f"benchcell merge: error: SRC {source} is not a sample store; {STORE_HINT}", file=sys.stderr)
+            return 2
         sources.append(Store(source))
     if args.into.exists() and not args.into.is_dir():
         print(f"benchcell merge: error: --into {args.into} is not a folder", file=sys.stderr)
         return 2
+    if args.into.is_dir() and any(args.into.iterdir()) and not looks_like_store(args.into):
+        print(
+            f"benchcell merge: error: --into {args.into} is a folder with other files, not a sample store; {STORE_HINT} "
+            "(or a new folder, created by the merge)",
+            file=sys.stderr,
+        )
+        return 2
+    dest = Store(args.into)
     try:
-        result = merge_stores(sources, Store(args.into), sitting=f"merge-{new_sitting_id()}")
+        foreign = [] if args.allow_other_conditions else other_conditions(sources, dest)
+        if foreign:
+            print(
+                "benchcell merge: error: SRC holds samples of conditions DEST does not have (another bench, another "
+                "model, or other definitions of these cells); nothing was merged:",
+                *(f"    {line}" for line in foreign),
+                "Reports never pool samples of other conditions with the current ones. To keep them in DEST anyway, "
+                "merge with --allow-other-conditions.",
+                sep="\n",
+                file=sys.stderr,
+            )
+            return 2
+        result = merge_stores(sources, dest, sitting=f"merge-{new_sitting_id()}")
     except (StoreError, OSError) as exc:
         print(f"benchcell merge: {exc}", file=sys.stderr)
         return 1

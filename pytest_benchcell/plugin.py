@@ -59,6 +59,17 @@ def _positive_int(text: str) -> int:
     return positive_int(text)
 
 
+def _trials_per_cell(text: str) -> int:
+    import argparse
+
+    from .sitting import MAX_TRIALS_PER_CELL
+
+    value = _positive_int(text)
+    if value > MAX_TRIALS_PER_CELL:
+        raise argparse.ArgumentTypeError(f"{value} is too large; allowed: a whole number from 1 to {MAX_TRIALS_PER_CELL:,}")
+    return value
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("bench_config", "pytest-benchcell: the bench definition (relative to this ini file)", default="")
     group = parser.getgroup("benchcell", "benchcell: benchmark coding-agent tools one cell at a time")
@@ -66,19 +77,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="arm(s) to run; repeatable or comma-separated; 'all' selects every arm")
     group.addoption("--bench-task", action="append", default=[], dest="bench_task", metavar="TASK",
                     help="task(s) to run; repeatable or comma-separated; 'all' selects every task")
-    group.addoption("--bench-trials", type=_positive_int, default=None, dest="bench_trials", metavar="N",
+    group.addoption("--bench-trials", type=_trials_per_cell, default=None, dest="bench_trials", metavar="N",
                     help="new trials per selected cell this sitting (default: [bench] trials, 5)")
     group.addoption("--bench-turn-cap", type=_positive_int, default=None, dest="bench_turn_cap", metavar="N",
-                    help="agent turns before a trial counts as confused (default: [bench] turn_cap, 40)")
+                    help="agent turns before a trial counts as confused (default: [bench] turn_cap, 40); with --bench-report: "
+                         "report the samples made under this cap")
     group.addoption("--bench-wall-clock-ms", type=_positive_int, default=None, dest="bench_wall_clock_ms",
-                    metavar="MS", help="wall-clock backstop per trial; past it the trial is hung (default 300000)")
+                    metavar="MS", help="wall-clock backstop per trial; past it the trial is hung (default 300000); with "
+                         "--bench-report: report the samples made under this backstop")
     group.addoption("--bench-store", default=None, dest="bench_store", metavar="DIR",
                     help="sample store folder, relative to the current directory (default: [bench] store, relative to "
                          "bench.toml)")
     group.addoption("--bench-config", default=None, dest="bench_config", metavar="PATH",
                     help="the bench definition, relative to the current directory (default: ini bench_config, else the "
                          "first bench.toml from the current directory upwards, else in the rootdir)")
-    group.addoption("--bench-fill", type=_positive_int, nargs="?", const=0, default=None, dest="bench_fill",
+    group.addoption("--bench-fill", type=_trials_per_cell, nargs="?", const=0, default=None, dest="bench_fill",
                     metavar="N", help="run only the trials each cell needs to reach N scored samples (default N: the floor)")
     group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
@@ -193,6 +206,7 @@ def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     if (option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html
             or option.bench_report_store):
+        _refuse_unusable_outputs(config)
         if option.bench_report_html:
             _require_extra("matplotlib", HTML_EXTRA_HINT)  # before any report file is written
         config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
@@ -208,6 +222,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SittingPlugin(state, config), "benchcell-sitting")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistBridge(state), "benchcell-xdist")
+
+
+REPORT_OUTPUTS = ("--bench-report-md", "--bench-report-json", "--bench-report-html")
+
+
+def _report_target(config: pytest.Config, path: str) -> Path:
+    return config.invocation_params.dir / path  # relative to where pytest was started
+
+
+def _refuse_unusable_outputs(config: pytest.Config) -> None:
+    """Every report file can be written, checked before the store is read."""
+    from .cli import unusable_output
+
+    for name in REPORT_OUTPUTS:
+        value = getattr(config.option, name[2:].replace("-", "_"))
+        problem = unusable_output(_report_target(config, value)) if value else None
+        if problem:
+            raise pytest.UsageError(f"{name} {value}: {problem}")
 
 
 def _require_extra(module: str, hint: str) -> None:
@@ -265,9 +297,16 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             f'{bench.path}: [bench] sandbox = "required", but the sandbox cannot run here '
             f'({boundary.reason}): {sandbox_module.INSTALL_HINT}; or set sandbox = "auto"'
         )
+    cells = [(arm, task) for arm in arms for task in tasks if bench.tasks[task].applies_to(arm)]
+    if not cells:
+        only = "; ".join(f"task {task} is only for arms {', '.join(bench.tasks[task].arms)}" for task in tasks)
+        raise pytest.UsageError(
+            f"--bench-arm {','.join(arms)} --bench-task {','.join(tasks)}: no selected task applies to a selected "
+            f"arm ({only}; [tasks.*] arms in {bench.path}); select an arm the task is for"
+        )
+    _refuse_too_many_trials(option, bench)
     store = _store(config, bench, write=not collect_only)
     store.expect_root()
-    cells = [(arm, task) for arm in arms for task in tasks]
     turn_cap = option.bench_turn_cap or bench.turn_cap
     wall_clock_ms = option.bench_wall_clock_ms or bench.wall_clock_ms
     definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
@@ -283,9 +322,12 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
             scored = {cell: count.current for cell, count in counts.items()}
             wanted = _trials_wanted(option, bench, scored)
-            if collect_only:
+            if collect_only or not _xdist_controller(config):
+                # Without xdist the numbers are reserved once deselection (-k, -m) is done, for the
+                # trials that will run (SittingPlugin.pytest_collection_finish); --collect-only never does.
                 numbers = {cell: store.preview_trials(Cell(model_kind, *cell), wanted[cell]) for cell in cells}
             else:
+                # xdist workers collect with the controller's numbers, so it reserves them before they start.
                 numbers = {
                     cell: store.reserve_trials(Cell(model_kind, *cell), wanted[cell], sitting=sitting_id)
                     for cell in cells
@@ -307,7 +349,13 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         sandbox=boundary.describe(),
     )
     state.extra["numbers"] = [[arm, task, list(trials)] for (arm, task), trials in numbers.items()]
+    state.extra["reserve_selected"] = not collect_only and worker_plan is None and not _xdist_controller(config)
+    state.extra["not_applicable"] = [
+        f"{arm} x {task}: task {task} is only for arms {', '.join(bench.tasks[task].arms)}"
+        for arm in arms for task in tasks if not bench.tasks[task].applies_to(arm)
+    ]  # fmt: skip
     state.extra["definitions"] = definitions
+    state.extra["planned"] = len(state.trials)  # before deselection: 0 means a fill found nothing to do
     if option.bench_fill is not None:
         state.extra["fill_target"] = option.bench_fill or bench.floor
     for cell in cells:
@@ -315,6 +363,26 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         if cell in counts:
             tally.stale_scoring, tally.duplicates = counts[cell].stale_scoring, counts[cell].duplicates
     return state
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process hands trials to xdist workers (it runs none itself)."""
+    return not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no"
+
+
+def _refuse_too_many_trials(option: Any, bench: Bench) -> None:
+    from .sitting import MAX_TRIALS_PER_CELL
+
+    if option.bench_trials is None and option.bench_fill is None and bench.trials > MAX_TRIALS_PER_CELL:
+        raise pytest.UsageError(
+            f"{bench.path}: [bench] trials = {bench.trials} is too large; allowed: a whole number from 1 to "
+            f"{MAX_TRIALS_PER_CELL:,} (trials per cell and sitting)"
+        )
+    if option.bench_fill == 0 and bench.floor > MAX_TRIALS_PER_CELL:  # a bare --bench-fill fills to the floor
+        raise pytest.UsageError(
+            f"{bench.path}: [bench] floor = {bench.floor} is too large for --bench-fill; allowed: a whole number "
+            f"from 1 to {MAX_TRIALS_PER_CELL:,}, or name the target: --bench-fill=N"
+        )
 
 
 def _selection(bench: Bench, arms: list[str], tasks: list[str]) -> tuple[list[str], list[str]]:
@@ -458,8 +526,6 @@ class TrialItem(pytest.Item):
             )
         started.add(key)
         task = state.bench.tasks[self.planned.task]
-        if not task.applies_to(self.planned.arm):
-            pytest.skip(f"not applicable: task {task.id} is only for arms {', '.join(task.arms)}")
         unusable = state.extra.setdefault("unusable_tasks", {}).get(task.id)
         if unusable is not None:
             pytest.skip(f"task {task.id} skipped for this sitting: {unusable}")
@@ -541,6 +607,7 @@ class SittingPlugin:
             *([f"benchcell: probe verdict {state.probe['verdict']}"] if state.probe else []),
             f"benchcell: execution audit {state.exec_audit}",
             f"benchcell: sandbox {state.sandbox}",
+            *(f"benchcell: not collected, not applicable: {cell}" for cell in state.extra["not_applicable"]),
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -557,6 +624,36 @@ class SittingPlugin:
         trials = sorted((item for item in items if isinstance(item, TrialItem)), key=lambda item: order[item.planned])
         slots = iter(trials)
         items[:] = [next(slots) if isinstance(item, TrialItem) else item for item in items]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Reserve the numbers of the trials that will run, now that -k, -m and other deselection is
+        done (before the terminal lists the items). A trial that another sitting's reservation moved
+        to a fresh number is renamed after it."""
+        from .sitting import reserve_selected
+        from .store import StoreError
+
+        state = self.state
+        if not state.extra["reserve_selected"]:
+            return
+        state.extra["reserve_selected"] = False
+        selected = [item for item in session.items if isinstance(item, TrialItem)]
+        try:
+            reserved = reserve_selected(
+                state.store, state.model_kind, [item.planned for item in selected], state.sitting_id
+            )
+        except (StoreError, OSError) as exc:
+            source = _store_source(self.config, state.bench)
+            raise pytest.UsageError(f"{source}: {state.store.root}: {exc}; allowed: {STORE_ALLOWED}") from None
+        for index, item in enumerate(session.items):
+            if isinstance(item, TrialItem) and reserved[item.planned] != item.planned:
+                planned = reserved[item.planned]
+                renamed = TrialItem.from_parent(item.parent, name=planned.item_name, planned=planned)
+                for mark in item.own_markers:  # markers other plugins added to the item keep applying
+                    if mark not in renamed.own_markers:
+                        renamed.add_marker(mark)
+                session.items[index] = renamed
+        state.trials = [reserved[item.planned] for item in selected]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
@@ -618,7 +715,7 @@ class SittingPlugin:
             spent=spent,
             budget=state.budget,
         )
-        if state.reserved and not state.trials and "fill_target" in state.extra:
+        if state.reserved and not state.extra["planned"] and "fill_target" in state.extra:
             lines.insert(0, f"nothing to do: every selected cell already has {state.extra['fill_target']} scored samples")
         lines[:0] = self.invalid
         for line in lines:
@@ -627,7 +724,8 @@ class SittingPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # A fill with nothing left to fill is success, not pytest's "no tests collected".
-        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not self.state.trials and "fill_target" in self.state.extra:
+        nothing_planned = not self.state.extra["planned"] and "fill_target" in self.state.extra
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and nothing_planned:
             session.exitstatus = pytest.ExitCode.OK
 
     @pytest.hookimpl(tryfirst=True)
@@ -688,7 +786,7 @@ class RescorePlugin(OffloadPlugin):
     """--bench-rescore: new verdicts for stored samples from the current checker."""
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .rescore import rescore_cells  # imports the trial machinery, not the SDK itself
+        from .rescore import rescore_cells, samples_elsewhere  # imports the trial machinery, not the SDK itself
         from .sitting import new_sitting_id
 
         option = self.config.option
@@ -697,6 +795,10 @@ class RescorePlugin(OffloadPlugin):
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
         self.lines = tally.summary_lines(f"{len(cells)} cells of {store.root / model_kind}")
+        if not cells:  # real and scripted samples live apart: say where this selection's samples are
+            other_kind = MODEL_REAL if model_kind == MODEL_SCRIPTED else MODEL_SCRIPTED
+            flag = "add --bench-scripted" if other_kind == MODEL_SCRIPTED else "leave out --bench-scripted"
+            self.lines.extend(samples_elsewhere(store, self.selected_cells(other_kind), flag))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "benchcell rescore")
@@ -723,6 +825,13 @@ class ReportPlugin(OffloadPlugin):
         model_kind = MODEL_SCRIPTED if option.bench_scripted else MODEL_REAL
         cells = self.selected_cells(model_kind)
         settings = settings_for_bench(self.bench, model_kind=model_kind)
+        if option.bench_turn_cap or option.bench_wall_clock_ms:  # the bounds are part of the conditions
+            settings.definitions = {
+                (cell.arm, cell.task): self.bench.definition(
+                    cell.arm, cell.task, turn_cap=option.bench_turn_cap, wall_clock_ms=option.bench_wall_clock_ms
+                )
+                for cell in cells
+            }
         settings.arms = list(dict.fromkeys(cell.arm for cell in cells))
         settings.tasks = {task: info for task, info in (settings.tasks or {}).items() if any(c.task == task for c in cells)}
         for task, reason in _probe_exclusions(self.config, self.bench).items():
@@ -753,7 +862,7 @@ class ReportPlugin(OffloadPlugin):
         )
         for path, render in writers:
             if path:
-                target = self.config.invocation_params.dir / path  # relative to where pytest was started
+                target = _report_target(self.config, path)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(render(report), encoding="utf-8")
                 self.lines.append(f"wrote {target}")

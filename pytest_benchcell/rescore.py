@@ -56,6 +56,18 @@ class RescoreTally:
         ]
 
 
+def samples_elsewhere(store: Store, cells: list[Cell], flag: str) -> list[str]:
+    """A line saying how many samples the given cells (of the other model kind) hold, and how to
+    re-score them (`flag`); nothing when they hold none."""
+    present = [cell for cell in cells if store.samples_path(cell).exists()]
+    samples = sum(1 for _ in store.iter_summaries([], cells=present))  # trial samples, not rescore records
+    if not samples:
+        return []
+    kind = present[0].model_kind
+    return [f"the {kind} store {store.root / kind} has {samples} samples in {len(present)} of the selected cells: "
+            f"{flag} to re-score them"]  # fmt: skip
+
+
 def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, sitting: str) -> RescoreTally:
     tally = RescoreTally()
     with tempfile.TemporaryDirectory(prefix="benchcell-rescore-") as scratch:

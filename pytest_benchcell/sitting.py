@@ -14,6 +14,9 @@ from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
 from .store import Cell, Store
 
 SELECT_ALL = "all"
+# The most trials one sitting plans per cell, and the deepest --bench-fill target: far beyond what a
+# token budget allows, small enough that planning never holds more numbers than memory takes.
+MAX_TRIALS_PER_CELL = 10_000
 
 
 def new_sitting_id() -> str:
@@ -72,6 +75,21 @@ def plan_trials(numbers: Mapping[tuple[str, str], Sequence[int]]) -> list[Planne
             if round_index < len(trials):
                 planned.append(PlannedTrial(arm, task, trials[round_index]))
     return planned
+
+
+def reserve_selected(store: Store, model_kind: str, selected: Sequence[PlannedTrial], sitting_id: str) -> dict[PlannedTrial, PlannedTrial]:
+    """Reserve the trial numbers of the trials that will run (after -k, -m and other deselection),
+    one reservation per cell. Returns previewed trial -> reserved trial: the same unless another
+    sitting reserved past the preview meanwhile, which moves the cell's trials to fresh numbers."""
+    by_cell: dict[tuple[str, str], list[PlannedTrial]] = {}
+    for planned in selected:
+        by_cell.setdefault((planned.arm, planned.task), []).append(planned)
+    reserved: dict[PlannedTrial, PlannedTrial] = {}
+    for (arm, task), trials in by_cell.items():
+        trials.sort(key=lambda planned: planned.trial)
+        numbers = store.reserve_previewed(Cell(model_kind, arm, task), [t.trial for t in trials], sitting=sitting_id)
+        reserved.update((old, PlannedTrial(arm, task, number)) for old, number in zip(trials, numbers))
+    return reserved
 
 
 @dataclass

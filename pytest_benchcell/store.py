@@ -316,18 +316,25 @@ def _index_rows_for(samples: Path, index: Path, start: int, lines: Sequence[tupl
     is read once to restart it, which heals the chain after any damage."""
     index_size, tail = _tail(index, INDEX_TAIL_BYTES)
     last = None
+    damaged_last = False
     if tail.endswith(b"\n"):
         lines_in_tail = tail[:-1].rsplit(b"\n", 1)
         last_bytes = lines_in_tail[-1] + b"\n"
         fields = _own_check(lines_in_tail[-1].decode("utf-8", "replace"))
         if fields is not None and (len(lines_in_tail) == 2 or index_size <= INDEX_TAIL_BYTES):
             last = fields
+        damaged_last = fields is None
     if last is not None:
         prior = zlib.crc32(last_bytes, int(last[-2], 16))  # the index before the last row, plus it
     else:
         prior = _crc_of_file(index, index_size)
         if index_size and not tail.endswith(b"\n"):
             prior = zlib.crc32(b"\n", prior)  # _append_bytes terminates a torn row first
+        elif damaged_last:
+            # A complete last line that fails its own checksum is a damaged row, which would look
+            # like any other row once more follow it: the new rows must not vouch for it, so their
+            # prior is deliberately not the index's checksum and readers check this index row by row.
+            prior ^= 1
     if last is not None and int(last[_F_END]) == start:
         chain = int(last[-3], 16)
     else:
@@ -482,10 +489,27 @@ class _Reader:
             index = self.index_path.read_bytes()
         except (FileNotFoundError, IsADirectoryError, PermissionError):
             index = b""
-        self.trusted = trusted = bool(index) and self._trust(index, data, stat)
+        self.trusted = bool(index) and self._trust(index, data, stat)
+        if self.trusted:
+            problems_before, parsed_before = len(self.problems), self.parsed
+            rows = self._read(index, data, size, trusted=True)
+            if rows is not None:
+                return rows
+            # A row the chain vouched for does not sit on line boundaries (an index whose damaged
+            # row an earlier plugin chained over): forget this pass and check every row on its own.
+            del self.problems[problems_before:]
+            self.parsed, self.trusted = parsed_before, False
+        rows = self._read(index, data, size, trusted=False)
+        assert rows is not None  # only a trusted pass gives up
+        return rows
+
+    def _read(self, index: bytes, data: mmap.mmap, size: int, *, trusted: bool) -> list[list[str]] | None:
+        """One pass over the index rows and the gaps between them; None when a trusted row turns
+        out not to start and end at line boundaries (nothing this pass added to `seen` is kept)."""
         rows: list[list[str]] = []
         position, line = 0, 1  # byte offset and line number of the first byte not yet accounted for
         seen, width, tabs, tag = self.seen, _F_REST + 1, _TABS_IN_REST, _ROW_TAG
+        seen_before = len(seen)
         with memoryview(data) as view:
             for text in index.decode("utf-8", "replace").split("\n"):
                 fields = text.split("\t", _F_REST)
@@ -497,12 +521,15 @@ class _Reader:
                     start, end = int(fields[_F_START]), int(fields[_F_END])
                 except ValueError:
                     continue
-                if start < position or end > size:
+                if start < position or end > size or end <= start:
                     continue  # overlaps what was read already, or lies past the end of the file
-                if not trusted and not (
-                    data[end - 1] == 10 and (start == 0 or data[start - 1] == 10)
-                    and zlib.crc32(view[start:end]) == int(fields[_F_CRC], 16)
-                ):  # fmt: skip
+                if not (data[end - 1] == 10 and (start == 0 or data[start - 1] == 10)):
+                    if trusted:
+                        for sample_id in list(seen)[seen_before:]:  # dicts keep insertion order
+                            del seen[sample_id]
+                        return None
+                    continue  # not a whole line
+                if not trusted and zlib.crc32(view[start:end]) != int(fields[_F_CRC], 16):
                     continue  # the bytes there are not the line the row describes
                 if start > position:
                     line = self._parse(data, position, start, line, rows)
@@ -663,6 +690,18 @@ class Store:
             numbers = self.preview_trials(cell, count)
             line = {"trials": numbers, "sitting": sitting}
             _append_bytes(self.reservations_path(cell), _json_line(line))
+        return numbers
+
+    def reserve_previewed(self, cell: Cell, previewed: Sequence[int], *, sitting: str) -> list[int]:
+        """Reserve the numbers preview_trials gave earlier (of them, those that will run), under the
+        store lock: the same numbers while no other sitting reserved past them meanwhile, else as
+        many fresh ones. The numbers previewed but not passed here stay free."""
+        if not previewed:
+            return []
+        with self._locked():
+            start = self.highest_trial(cell) + 1
+            numbers = list(previewed) if min(previewed) >= start else list(range(start, start + len(previewed)))
+            _append_bytes(self.reservations_path(cell), _json_line({"trials": numbers, "sitting": sitting}))
         return numbers
 
     # -- samples -----------------------------------------------------------------------------
@@ -872,6 +911,48 @@ def _rows_across(stores: Sequence[Store], cell: Cell, problems: list[Problem]) -
 
 
 MERGE_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def looks_like_store(root: Path) -> bool:
+    """Whether a folder is a sample store (what a sitting or a merge leaves): its lock file, a
+    real/ or scripted/ folder of cells, or a definitions/ folder."""
+    return (root / LOCK_NAME).is_file() or any((root / name).is_dir() for name in (*MODEL_KINDS, DEFINITIONS_DIR))
+
+
+def other_conditions(sources: Sequence[Store], dest: Store) -> list[str]:
+    """One line per cell where the sources hold trial samples DEST lacks whose conditions DEST does not
+    have: another bench, another model, or other definitions of these cells. Judged per cell against
+    DEST's samples of that cell, and by model against every model DEST holds (for cells DEST lacks).
+    Empty when DEST has no samples at all (a new store takes whatever it is given)."""
+    models: set[str] = set()
+    conditions_held: dict[Cell, set[str]] = {}  # a sample DEST holds already has its conditions in here
+    for cell in dest.cells():
+        held = conditions_held[cell] = set()
+        for fields in dest.cell_rows(cell, []):
+            if fields[_F_STATUS] != STATUS_RESCORE:
+                held.add(fields[_F_CONDITIONS])
+                models.add(fields[_F_REST].split("\t")[_R_MODEL])
+    if not models:
+        return []
+    found: list[str] = []
+    for cell in sorted({cell for source in sources for cell in source.cells()}):
+        held = conditions_held.get(cell, set())
+        foreign: dict[str, int] = {}
+        for source in sources:
+            for fields in source.cell_rows(cell, []):
+                if fields[_F_STATUS] == STATUS_RESCORE:
+                    continue
+                conditions, model = fields[_F_CONDITIONS], fields[_F_REST].split("\t")[_R_MODEL]
+                if (held and conditions not in held) or (not held and model not in models):
+                    label = f"model {model or 'unrecorded'}, conditions {conditions or 'unrecorded'}"
+                    foreign[label] = foreign.get(label, 0) + 1
+        if foreign:
+            mine = f"DEST has conditions {', '.join(sorted(held))}" if held else (
+                f"DEST has no sample of this cell; its models: {', '.join(sorted(m or 'unrecorded' for m in models))}"
+            )
+            listed = "; ".join(f"{count} of {label}" for label, count in foreign.items())
+            found.append(f"{cell} ({cell.model_kind}): {listed} ({mine})")
+    return found
 
 
 @dataclass

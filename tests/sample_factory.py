@@ -104,3 +104,16 @@ def cell_samples(
             extra["outcome"] = outcomes[i]
         samples.append(make_sample(arm, task, trial=start_trial + i, minutes=minutes + i, **extra))
     return samples
+
+
+def of_bench(sample: dict[str, Any], bench_toml: Path) -> dict[str, Any]:
+    """The sample as a trial of the bench's current definitions records it (its conditions and scoring
+    fingerprints), so reports that know the bench use it."""
+    from pytest_benchcell.config import load_bench
+
+    definition = load_bench(bench_toml).definition(sample["arm"], sample["task"])
+    sample["provenance"] = {
+        **sample["provenance"], "fingerprint": definition.conditions, "conditions": definition.conditions,
+        "scoring": definition.scoring,
+    }  # fmt: skip
+    return sample

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sample_factory import cell_samples, write_samples
+from sample_factory import cell_samples, of_bench, write_samples
 
 from pytest_benchcell.cli import main, parse_weights
 
@@ -113,7 +113,6 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
     config = pytest.importorskip("pytest_benchcell.config")
     if not hasattr(config, "load_bench"):
         pytest.skip("config.load_bench is not available")
-    write_samples(tmp_path / "results", cell_samples("cli", "t1", 3, tier="read"))
     bench = tmp_path / "bench.toml"
     bench.write_text(
         textwrap.dedent(
@@ -143,6 +142,7 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
             """
         )
     )
+    write_samples(tmp_path / "results", [of_bench(sample, bench) for sample in cell_samples("cli", "t1", 3, tier="read")])
     path = tmp_path / "r.json"
     assert main(["report", "--config", str(bench), "--json", str(path)]) == 0
     document = json.loads(path.read_text())
@@ -182,3 +182,55 @@ def test_merge_appends_what_dest_lacks_and_renumbers(tmp_path: Path, capsys: pyt
     assert "0 samples appended" in capsys.readouterr().out
     assert main(["merge", str(tmp_path / "a"), "--into", str(tmp_path / "a")]) == 2
     assert main(["merge", str(tmp_path / "missing"), "--into", str(tmp_path / "a")]) == 2
+
+
+def test_merge_refuses_a_folder_that_is_not_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("not samples")
+    assert main(["merge", str(tmp_path / "notes"), "--into", str(tmp_path / "dest")]) == 2
+    assert f"SRC {tmp_path / 'notes'} is not a sample store; a store is the folder named by [bench] store" in capsys.readouterr().err
+    assert not (tmp_path / "dest").exists()
+
+
+def test_merge_refuses_a_dest_folder_that_is_not_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_samples(tmp_path / "src", cell_samples("cli", "t1", 1))
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "setup.py").write_text("")
+    assert main(["merge", str(tmp_path / "src"), "--into", str(tmp_path / "project")]) == 2
+    assert "is a folder with other files, not a sample store" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["setup.py"]
+
+
+def test_merge_refuses_samples_of_other_conditions_unless_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_samples(tmp_path / "mine", cell_samples("cli", "t1", 2, fingerprint="fp-mine"))
+    write_samples(tmp_path / "theirs", cell_samples("cli", "t1", 1, fingerprint="fp-theirs", model="other-model"))
+    mine = (tmp_path / "mine" / "real" / "cli" / "t1.jsonl").read_bytes()
+    assert main(["merge", str(tmp_path / "theirs"), "--into", str(tmp_path / "mine")]) == 2
+    err = capsys.readouterr().err
+    assert "nothing was merged" in err
+    assert "cli x t1 (real): 1 of model other-model, conditions fp-theirs (DEST has conditions fp-mine)" in err
+    assert "--allow-other-conditions" in err
+    assert (tmp_path / "mine" / "real" / "cli" / "t1.jsonl").read_bytes() == mine
+    assert main(["merge", str(tmp_path / "theirs"), "--into", str(tmp_path / "mine"), "--allow-other-conditions"]) == 0
+    assert "1 samples appended" in capsys.readouterr().out
+
+
+def test_merge_refuses_a_new_cell_of_another_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_samples(tmp_path / "mine", cell_samples("cli", "t1", 2))
+    write_samples(tmp_path / "theirs", cell_samples("cli", "t2", 1, model="other-model"))
+    assert main(["merge", str(tmp_path / "theirs"), "--into", str(tmp_path / "mine")]) == 2
+    assert "cli x t2 (real): 1 of model other-model" in capsys.readouterr().err
+    assert not (tmp_path / "mine" / "real" / "cli" / "t2.jsonl").exists()
+
+
+@pytest.mark.parametrize("option", ["--md", "--json", "--html"])
+@pytest.mark.parametrize("where", ["folder", "below-a-file"])
+def test_report_outputs_that_cannot_be_written_are_refused_first(
+    store_dir: Path, tmp_path: Path, option: str, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    target = tmp_path / "store" if where == "folder" else tmp_path / "afile" / "r.out"
+    assert main(["report", "--store", str(store_dir), option, str(target)]) == 2
+    err = capsys.readouterr().err
+    why = "is a folder" if where == "folder" else f"cannot be created: {tmp_path / 'afile'} is a file, not a folder"
+    assert f"benchcell report: error: {option} {target}: {target} {why}; allowed: a file path" in err

@@ -86,14 +86,68 @@ def test_numbering_continues_past_the_highest_stored_trial(pytester: pytest.Pyte
         (["--bench-arm", "all", "--bench-task", "all", "--bench-trials", "0"], "*--bench-trials: 0 is too small; allowed: a whole number >= 1*"),
         (["--bench-arm", "all", "--bench-task", "all", "--bench-turn-cap", "x"], "*--bench-turn-cap: 'x' is not a whole number*"),
         (["--bench-arm", "all", "--bench-task", "all", "--bench-config", "missing.toml"], "*missing.toml: no such bench file*"),
+        (["--bench-arm", "all", "--bench-task", "all", "--bench-trials", "1000000000"],
+         "*--bench-trials: 1000000000 is too large; allowed: a whole number from 1 to 10,000*"),
+        (["--bench-arm", "all", "--bench-task", "all", "--bench-fill=1000000000"],
+         "*--bench-fill: 1000000000 is too large; allowed: a whole number from 1 to 10,000*"),
     ],
-)
+)  # fmt: skip
 def test_usage_errors_are_one_clear_message(pytester: pytest.Pytester, args: list[str], expected: str) -> None:
     write_bench(pytester)
     result = pytester.runpytest(*args, "--bench-scripted")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert not (pytester.path / "results").exists()
+
+
+def test_bench_trials_above_the_bound_in_bench_toml_are_refused_before_any_store_folder(pytester: pytest.Pytester) -> None:
+    from benches import BENCH_TOML
+
+    write_bench(pytester, BENCH_TOML.replace("trials = 2", "trials = 1000000000"))
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "all", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*bench.toml: [[]bench[]] trials = 1000000000 is too large; allowed: a whole number from 1 to 10,000*"])
+    assert not (pytester.path / "results").exists()
+
+
+def test_a_keyword_selecting_no_trial_reserves_nothing(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "all", "--bench-scripted", "-k", "no-such-trial")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert not (pytester.path / "results").exists()  # no folder, no reservation, no lock
+
+
+ONLY_FOR_SHELL = '''
+[tasks.shell-only]
+tier = "read"
+arms = ["shell"]
+intent = "Only the shell arm can do this."
+required_facts = ["hello"]
+'''
+
+
+def test_a_cell_whose_task_excludes_the_arm_is_not_collected(pytester: pytest.Pytester) -> None:
+    from benches import BENCH_TOML
+
+    write_bench(pytester, BENCH_TOML + ONLY_FOR_SHELL)
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "shell-only", "--bench-scripted", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["bench.toml::shell-shell-only-t1", "bench.toml::shell-shell-only-t2", "*2 tests collected*"])
+    assert "bare-shell-only" not in result.stdout.str()
+    assert "bare x shell-only" not in result.stdout.str()  # the summary asks nobody to deepen it
+
+
+def test_a_selection_of_only_excluded_cells_is_refused(pytester: pytest.Pytester) -> None:
+    from benches import BENCH_TOML
+
+    write_bench(pytester, BENCH_TOML + ONLY_FOR_SHELL)
+    result = pytester.runpytest("--bench-arm", "bare", "--bench-task", "shell-only", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--bench-arm bare --bench-task shell-only: no selected task applies to a selected arm (task shell-only is only "
+         "for arms shell; *select an arm the task is for*"]
+    )  # fmt: skip
+    assert not (pytester.path / "results").exists()
 
 
 @pytest.mark.parametrize(
@@ -151,3 +205,25 @@ def test_header_names_bench_model_and_store(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["benchcell: bench mini (*bench.toml), claude-sonnet-4-5 (scripted model)", "benchcell: store *results*scripted, sitting *"]
     )
+
+
+ANOTHER_SITTING_RESERVES_MEANWHILE = '''
+import pytest
+from pytest_benchcell.store import Cell, Store
+
+def pytest_collection_modifyitems(config, items):
+    Store(config.rootpath / "results").reserve_trials(Cell("scripted", "bare", "say-hello"), 1, sitting="other")
+
+def pytest_runtest_setup(item):
+    pytest.skip("reservation only")
+'''
+
+
+def test_trials_another_sitting_overtook_between_planning_and_reservation_get_fresh_numbers(pytester: pytest.Pytester) -> None:
+    from benches import CONFTEST
+
+    write_bench(pytester, conftest=CONFTEST + ANOTHER_SITTING_RESERVES_MEANWHILE)
+    result = pytester.runpytest("--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted", "-v")
+    result.stdout.fnmatch_lines(["bench.toml::bare-say-hello-t2 SKIPPED*", "bench.toml::bare-say-hello-t3 SKIPPED*"])
+    reservations = pytester.path / "results" / "scripted" / "bare" / "say-hello.trials"
+    assert [json.loads(line)["trials"] for line in reservations.read_text().splitlines()] == [[1], [2, 3]]

@@ -148,8 +148,10 @@ def test_catalogue_arm_without_samples_is_shown_missing(tmp_path: Path) -> None:
     store = write_samples(tmp_path, cell_samples("cli", "t1", 3))
     report = build_report(store, ReportSettings(arms=["mcp", "cli"], tasks={"t1": TaskInfo("read")}))
     assert report.arms == ["mcp", "cli"]  # display order as given
-    assert any("Arm mcp has no scored samples" in n for n in report.notices)
-    assert report.headline.tasks == []
+    assert any("Arm mcp has no scored samples (no sample yet) and is left out of the headline"
+               in n for n in report.notices)  # fmt: skip
+    assert report.headline.tasks == ["t1"]  # one arm without data does not empty the headline of the others
+    assert "every arm but mcp (no scored sample)" in report.headline.note
 
 
 # -- provenance ---------------------------------------------------------------------------------------
@@ -167,7 +169,7 @@ def test_mixed_fingerprints_use_newest_and_state_what_was_left_out(tmp_path: Pat
     assert cell.cost_equivalent.mean == cost_eq(1000)  # the old, expensive samples are not pooled
     assert report.provenance.left_out_older == 2 and report.provenance.cells_with_older == 1
     assert any("Left out 2 samples of older fingerprints in 1 cell" in n for n in report.notices)
-    assert "left out 2 older samples of 1 fingerprint" in "\n".join(render_terminal(report))
+    assert "used fp-new (3 samples); left out 2 samples of 1 other fingerprint (fp-old)" in "\n".join(render_terminal(report))
 
     grouped = build_report(store, ReportSettings(fingerprint_policy="group"))
     markdown = render_markdown(grouped)

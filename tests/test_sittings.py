@@ -51,6 +51,19 @@ def test_concurrent_sittings_on_one_cell_never_share_a_trial_number(pytester: py
     assert len({s["id"] for s in stored(pytester.path, "bare", "say-hello")}) == 9
 
 
+def test_a_keyword_reserves_only_the_trials_it_selects(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    args = ["--bench-arm", "all", "--bench-task", "say-hello", "--bench-scripted", "--bench-trials", "3"]
+    result = pytester.runpytest(*args, "-k", "bare and t2")
+    result.assert_outcomes(passed=1)
+    reservations = pytester.path / "results" / "scripted" / "bare" / "say-hello.trials"
+    assert [json.loads(line)["trials"] for line in reservations.read_text().splitlines()] == [[2]]
+    assert not (pytester.path / "results" / "scripted" / "shell").exists()  # deselected: nothing reserved
+    assert [s["trial"] for s in stored(pytester.path, "bare", "say-hello")] == [2]
+    after = pytester.runpytest(*args, "--collect-only", "-q")
+    after.stdout.fnmatch_lines(["bench.toml::shell-say-hello-t1", "bench.toml::bare-say-hello-t3"])
+
+
 def test_budget_stops_starting_trials_and_says_so(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     result = pytester.runpytest(

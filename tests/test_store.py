@@ -70,6 +70,16 @@ def test_preview_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "store").exists()
 
 
+def test_previewed_numbers_are_reserved_as_they_were_unless_another_sitting_took_them(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    previewed = store.preview_trials(CELL, 3)
+    assert store.reserve_previewed(CELL, [previewed[1]], sitting="s1") == [2]  # t1 and t3 deselected
+    late = store.preview_trials(CELL, 2)
+    assert store.reserve_trials(CELL, 1, sitting="other") == [3]  # another sitting, in between
+    assert store.reserve_previewed(CELL, late, sitting="s2") == [4, 5]  # moved past it, never shared
+    assert store.reserve_previewed(CELL, [], sitting="s3") == [] and store.highest_trial(CELL) == 5
+
+
 def test_numbering_falls_back_to_samples_when_reservations_are_missing(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.append(make_sample(7))

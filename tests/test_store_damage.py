@@ -136,6 +136,34 @@ def plausible_wrong_offsets(store: Store) -> None:
     path.write_text("".join(out))
 
 
+def _shift_end_of_last_row(store: Store) -> None:
+    """A hand edit of the last index row: its end offset no longer names a line end."""
+    path = store.index_path(CELL)
+    lines = _lines(path)
+    row = lines[-1].split(b"\t")
+    row[3] = str(int(row[3]) + 7).encode()
+    path.write_bytes(b"".join(lines[:-1]) + b"\t".join(row))
+
+
+def index_row_damaged_then_appended(store: Store) -> None:
+    """The damaged row ends up in the middle of the index once the next sample is appended."""
+    _shift_end_of_last_row(store)
+    store.append(sample(8))
+
+
+def index_row_damaged_then_chained_over(store: Store) -> None:
+    """As an earlier plugin left it: the next row's prior checksum covers the damaged row, so the
+    chain vouches for a row that names no line of the samples file."""
+    index_row_damaged_then_appended(store)
+    path = store.index_path(CELL)
+    lines = _lines(path)
+    body = b"".join(lines[:-1])
+    text = lines[-1].rstrip(b"\n").decode().rsplit("\t", 1)[0].split("\t")
+    text[-2] = f"{zlib.crc32(body):08x}"
+    signed = "\t".join(text)
+    path.write_bytes(body + f"{signed}\t{zlib.crc32(signed.encode()):08x}\n".encode())
+
+
 def samples_truncated_into_last_line(store: Store) -> None:
     path = store.samples_path(CELL)
     data = path.read_bytes()
@@ -166,7 +194,8 @@ def index_of_another_file(store: Store) -> None:
 DAMAGE: list[Callable[[Store], None]] = [
     lambda store: None, index_missing, index_truncated, index_torn_mid_line_then_appended, index_lost_a_line,
     stale_after_crash_between_sample_and_index, plausible_wrong_offsets, samples_truncated_into_last_line,
-    samples_middle_line_deleted, samples_line_duplicated, index_of_another_file,
+    samples_middle_line_deleted, samples_line_duplicated, index_of_another_file, index_row_damaged_then_appended,
+    index_row_damaged_then_chained_over,
 ]  # fmt: skip
 IDS = ["undamaged", *(damage.__name__ for damage in DAMAGE[1:])]
 
@@ -181,6 +210,8 @@ def test_every_answer_through_the_index_equals_a_full_parse(tmp_path: Path, dama
     assert through_index["count"][:2] == (current, stale)
     cell = through_index["report_cells"][0]
     assert cell["scored"] == current  # the report uses exactly the samples the floor counts
+    unreadable = [p for p in store.read_cell(CELL).problems if p.kind != "duplicate"]
+    assert len(through_index["report_store"]["problems"]) == len(unreadable)  # a bad index row loses no sample
 
 
 def test_the_undamaged_store_counts_what_the_definition_says(tmp_path: Path) -> None:

@@ -9,8 +9,9 @@ How the figures are made (the README repeats this):
   The "median" beside a mean is the mean over the same tasks of the per-task medians, so the gap
   between the two shows skew within tasks and nothing else.
 * The headline and the per-tier, per-component and pass^k tables use only the tasks where every
-  reported arm has at least ``floor`` scored trials, and say which. Pairwise comparisons use the tasks
-  where both arms of the pair meet the floor.
+  reported arm has at least ``floor`` scored trials, and say which; an arm with no scored sample at
+  all takes no part in that choice (a notice names it), so one broken arm does not empty the table.
+  Pairwise comparisons use the tasks where both arms of the pair meet the floor.
 * Per-arm intervals are about tasks like these and need MIN_TASKS tasks: success is the t interval over
   task rates widened to the pooled Wilson interval; positive figures (tokens, turns, times, cost) the
   lognormal generalized interval over task means, seeded per arm and table from ``settings.seed`` so
@@ -21,9 +22,11 @@ How the figures are made (the README repeats this):
   per-task differences (Holm-adjusted) and their t interval exclude zero. Otherwise the verdict says
   "not distinguishable at this sample size" with the minimum detectable effect of the claim rule.
 * Provenance: within a cell, samples of different fingerprints (model, arm/task definition, skill
-  text, tool version) are never pooled. Both policies compute every figure from each cell's newest
-  fingerprint (the one most recently seen); ``newest`` states how many older samples were left out,
-  ``group`` additionally shows every fingerprint group of every cell with its own figures.
+  text, tool version) are never pooled. With the bench known (its current definitions in the
+  settings) every figure uses each cell's current conditions and scoring only, whatever else a merge
+  brought in; without it, each cell's newest fingerprint (the one most recently seen). ``newest``
+  states how many samples were left out and why, ``group`` additionally shows every fingerprint group
+  of every cell with its own figures.
   Real and scripted samples live in separate folders and are reported one kind at a time.
 """
 
@@ -44,7 +47,7 @@ from ..sample import (
     OUTCOME_PASS,
     TOKEN_COMPONENTS,
 )
-from ..store import DUPLICATE, Problem, Store, StoreSet
+from ..store import DUPLICATE, STALE_PREFIX, Problem, Store, StoreSet
 from .model import (
     COVERED,
     PARTIAL,
@@ -125,7 +128,10 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     for cell in selected:
         groups = read_cell(store, cell, weights, problems, settings.definitions)
         samples_read += sum(group.samples for group in groups.values())
-        used = newest(groups)  # the group the cell reports (None: none usable)
+        definition = (settings.definitions or {}).get((cell.arm, cell.task))
+        # The group the cell reports (None: none usable): with the bench known its current conditions
+        # only, never samples of another bench or model merged in, however recent.
+        used = groups.get(definition.conditions) if definition is not None else newest(groups)
         summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, used, settings.floor, z)
         usage_unknown += used.usage_unknown if used is not None else 0
         trials[(cell.arm, cell.task)] = used.trials if used is not None else []
@@ -205,10 +211,28 @@ def _problem_text(store: Store, problem: Problem) -> str:
     return f"{where}:{problem.line}: {problem.message}"
 
 
+def _arms_without_scores(context: _Context) -> list[str]:
+    """Arms with no scored sample in any scored task (every trial invalid or errored, or none yet)."""
+    return [arm for arm in context.arms if not any(context.cells[(arm, t)].scored for t in context.scored_tasks())]
+
+
+def _headline_arms(context: _Context) -> list[str]:
+    """The arms the headline tasks are chosen for: an arm with no scored sample at all is left out
+    (and named), so one broken arm does not empty the table for the others."""
+    without = _arms_without_scores(context)
+    return [arm for arm in context.arms if arm not in without] or list(context.arms)
+
+
+def _every_headline_arm(context: _Context) -> str:
+    left_out = [arm for arm in context.arms if arm not in _headline_arms(context)]
+    return f"every arm but {names_in_prose(left_out)} (no scored sample)" if left_out else "every arm"
+
+
 def _headline_tasks(context: _Context) -> list[str]:
     if not context.arms:
         return []
-    return [t for t in context.scored_tasks() if all(context.covered(arm, t) for arm in context.arms)]
+    arms = _headline_arms(context)
+    return [t for t in context.scored_tasks() if all(context.covered(arm, t) for arm in arms)]
 
 
 # -- figures over a set of tasks ----------------------------------------------------------------------
@@ -306,13 +330,14 @@ def _headline(context: _Context, tasks: list[str]) -> tuple[Headline, list[Compo
     """The headline rows and the per-component rows: both over the headline tasks, one set of draws per arm."""
     scored = context.scored_tasks()
     floor = context.settings.floor
+    every_arm = _every_headline_arm(context)
     if not context.arms:
         note = "no arm has samples yet"
     elif not tasks:
-        note = f"no task has every arm at >= {floor} scored trials yet, so no figure can be compared"
+        note = f"no task has {every_arm} at >= {floor} scored trials yet, so no figure can be compared"
     else:
         note = (
-            f"means over {len(tasks)} of {plural(len(scored), 'task')}: those where every arm has >= {floor} "
+            f"means over {len(tasks)} of {plural(len(scored), 'task')}: those where {every_arm} has >= {floor} "
             "scored trials; per-task means first, each task weighs the same"
         )
     rows, components = [], []
@@ -582,11 +607,15 @@ def _provenance(context: _Context) -> Provenance:
     for cell in context.cells.values():
         models.update(cell.models)
     older = [c for c in context.cells.values() if c.left_out_older]
+    stale = sum(g.samples for c in older for g in c.groups if not g.used and g.fingerprint.startswith(STALE_PREFIX))
     return Provenance(
         policy=context.settings.fingerprint_policy,
         models=dict(sorted(models.items())),
         left_out_older=sum(c.left_out_older for c in older),
         cells_with_older=len(older),
+        current_conditions=context.settings.definitions is not None,
+        left_out_stale_scoring=stale,
+        left_out_other_conditions=sum(c.left_out_older for c in older) - stale,
     )
 
 
@@ -607,9 +636,17 @@ def _notices(report: Report, context: _Context) -> list[str]:
         notes.append(
             f"Left out {plural(report.store.cells_outside_selection, 'cell')} of arms or tasks outside the selection."
         )
-    for row in report.coverage:
+    headline_arms = _headline_arms(context)
+    for row, outcomes in zip(report.coverage, report.outcomes):
         if row.covered + row.partial == 0:
-            notes.append(f"Arm {row.arm} has no scored samples.")
+            why = (
+                f"{outcomes.invalid} invalid and {outcomes.error} errored of its {plural(outcomes.samples, 'sample')}"
+                if outcomes.samples
+                else "no sample of the current conditions yet" if context.settings.definitions is not None
+                else "no sample yet"
+            )
+            left_out = " and is left out of the headline, which is over the other arms" if row.arm not in headline_arms else ""
+            notes.append(f"Arm {row.arm} has no scored samples ({why}){left_out}.")
     missing = sum(r.missing for r in report.coverage)
     partial = sum(r.partial for r in report.coverage)
     total = sum(r.total for r in report.coverage)
@@ -628,15 +665,38 @@ def _notices(report: Report, context: _Context) -> list[str]:
     if context.arms and scored and len(headline) < len(scored):
         left = [t for t in scored if t not in headline]
         notes.append(
-            f"Headline over {len(headline)} of {len(scored)} tasks (those where every arm meets the floor); "
+            f"Headline over {len(headline)} of {len(scored)} tasks (those where {_every_headline_arm(context)} "
+            "meets the floor); "
             f"left out: {names_in_prose(left)}."
         )
-    if report.provenance.left_out_older:
-        notes.append(
-            f"Left out {plural(report.provenance.left_out_older, 'sample')} of older fingerprints in "
-            f"{plural(report.provenance.cells_with_older, 'cell')}: each cell reports its newest fingerprint only; "
-            "see Provenance."
+    provenance = report.provenance
+    if provenance.left_out_stale_scoring:
+        stale_cells = sum(
+            any(not g.used and g.fingerprint.startswith(STALE_PREFIX) for g in c.groups) for c in context.cells.values()
         )
+        rescore = "pytest --bench-rescore" + (" --bench-scripted" if kind == "scripted" else "")
+        notes.append(
+            f"Left out {plural(provenance.left_out_stale_scoring, 'sample')} in {plural(stale_cells, 'cell')} judged "
+            f"under an older scoring definition (facts, changes or [checker]): `{rescore}` scores them again without "
+            "running them, and they count again."
+        )
+    if provenance.left_out_other_conditions:
+        other_cells = sum(
+            any(not g.used and not g.fingerprint.startswith(STALE_PREFIX) for g in c.groups) for c in context.cells.values()
+        )
+        if provenance.current_conditions:
+            notes.append(
+                f"Left out {plural(provenance.left_out_other_conditions, 'sample')} of other conditions in "
+                f"{plural(other_cells, 'cell')} (another model or bench, as merged from another store, earlier "
+                "definitions of these cells, or other bounds: --bench-turn-cap/--bench-wall-clock-ms select those): "
+                "never pooled with the current conditions; see Provenance."
+            )
+        else:
+            notes.append(
+                f"Left out {plural(provenance.left_out_other_conditions, 'sample')} of older fingerprints in "
+                f"{plural(other_cells, 'cell')}: each cell reports its newest fingerprint only (with the bench's "
+                "definitions, `benchcell report --config bench.toml`, the current conditions instead); see Provenance."
+            )
     if len(report.provenance.models) > 1:
         listed = ", ".join(f"{model or 'unrecorded'} ({n} samples)" for model, n in report.provenance.models.items())
         notes.append(f"Samples of more than one model are in this report: {listed}; the JSON lists each cell's models.")

@@ -307,8 +307,11 @@ class Bonus:
 class Provenance:
     policy: str
     models: dict[str, int]  # model -> samples used
-    left_out_older: int
+    left_out_older: int  # every sample of a fingerprint group no figure uses
     cells_with_older: int
+    current_conditions: bool  # with the bench known: figures use the current conditions and scoring only
+    left_out_stale_scoring: int  # of left_out_older: judged under an older scoring (--bench-rescore)
+    left_out_other_conditions: int  # of left_out_older: other conditions (bench known) or older fingerprints
 
 
 @dataclass(frozen=True)

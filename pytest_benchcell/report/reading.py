@@ -147,7 +147,7 @@ def summarize_cell(
     """Summarize the group the cell reports (`used`, from newest(groups)); the others are only counted."""
     if not groups:
         return empty_cell(arm, task, TaskInfo(""))
-    if used is None:  # only verdicts of an older scoring: shown as groups, none used
+    if used is None:  # only other conditions or verdicts of an older scoring: shown as groups, none used
         any_group = next(iter(groups.values()))
         empty = empty_cell(arm, task, TaskInfo(any_group.tier, any_group.bonus))
         summaries = [group.summary(False) for group in groups.values()]

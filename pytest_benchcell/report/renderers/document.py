@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ...leftovers import printable
 from ...sample import TOKEN_COMPONENTS
 from ...statistics import MIN_TASKS_FOR_INTERVAL
+from ...store import STALE_PREFIX
 from ..model import (
     COMPONENT_LABELS,
     COVERED,
@@ -408,6 +409,15 @@ def _bonus_blocks(report: Report) -> list[Block]:
     ]
 
 
+def _left_out_item(cell: CellSummary) -> str:
+    unused = [g for g in cell.groups if not g.used]
+    left_out = f"left out {plural(cell.left_out_older, 'sample')} of {plural(len(unused), 'other fingerprint')}"
+    listed = ", ".join(g.fingerprint or "unrecorded" for g in unused)
+    if cell.fingerprint is None:
+        return f"{cell.arm} \u00d7 {cell.task}: no sample used; {left_out} ({listed})"
+    return f"{cell.arm} \u00d7 {cell.task}: used {cell.fingerprint} ({plural(cell.samples, 'sample')}); {left_out} ({listed})"
+
+
 def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
     provenance = report.provenance
     models = ", ".join(f"{m or 'unrecorded'} ({n})" for m, n in provenance.models.items()) or "none"
@@ -416,7 +426,8 @@ def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
         Text(
             f"Model kind: {report.settings.model_kind} (real and scripted samples are never pooled). "
             f"Models (samples used): {models}. Fingerprint policy: {provenance.policy}; every figure uses each "
-            f"cell's newest fingerprint."
+            + ("cell's samples of the current conditions and scoring." if provenance.current_conditions
+               else "cell's newest fingerprint.")
         ),
     ]
     cells = [c for c in [*report.cells, *report.bonus.cells] if c.groups]
@@ -433,13 +444,10 @@ def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
                     "first seen", "last seen"], rows, left=4),
         ]  # fmt: skip
     elif older:
-        items = [
-            f"{c.arm} \u00d7 {c.task}: used {c.fingerprint or 'unrecorded'} ({c.samples} samples); left out "
-            f"{plural(c.left_out_older, 'older sample')} of {plural(len(c.groups) - 1, 'fingerprint')}"
-            for c in older
-        ]
+        items = [_left_out_item(c) for c in older]
         blocks += [
-            Text("Cells with samples of older fingerprints (left out; --fingerprints group shows them):"),
+            Text("Cells with samples no figure uses (left out; --fingerprints group shows them; "
+                 f"{STALE_PREFIX}... marks verdicts of an older scoring, which --bench-rescore brings up to date):"),
             Bullets(items),
         ]
     else:
