@@ -14,7 +14,6 @@ the harness itself as `error: internal: <exception type>: ...` (re-raised so its
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -416,9 +415,7 @@ def _run_and_score(
                 CLAUDE_CODE_OAUTH_TOKEN="",
                 CLAUDE_CODE_MAX_RETRIES="1",
             )
-        # Inside the sandbox a write outside the trial's folders fails by itself (a read-only
-        # system, a private /tmp): the guard's write rule is moot there and only refuses scratch files.
-        roots = () if confined.sandboxed else write_roots(info)
+        roots = write_roots(info)
         rules = arm_rules(arm, values=values, write_roots=roots)
         request = AgentRequest(
             model=bench.model,
