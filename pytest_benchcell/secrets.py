@@ -90,7 +90,9 @@ def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
             return {key: clean(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [clean(item) for item in value]
-        return value
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        return clean(str(value))  # a hook may add values JSON has no type for: stored as text
 
     return clean(dict(sample))
 

@@ -4,6 +4,7 @@ printed with visible escapes, and run_trial's one sample whatever the teardown m
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import pwd
 import stat
@@ -382,7 +383,13 @@ def test_text_reports_show_names_from_a_store_with_visible_escapes_and_the_json_
     from pytest_benchcell.report import ReportSettings, build_report, render_html, render_json, render_markdown, render_terminal
 
     arm = "cli\x1b]0;pwned\x07\x1b[31m"
-    store = write_samples(tmp_path, [*cell_samples(arm, "t1", 3), *cell_samples("mcp", "t1", 3)])
+    store = write_samples(tmp_path, [*cell_samples("cli", "t1", 3), *cell_samples("mcp", "t1", 3)])
+    # The store refuses such a name itself: this one was written by hand, as a store from anyone can be.
+    hostile = tmp_path / "real" / arm
+    hostile.mkdir(parents=True)
+    lines = (tmp_path / "real" / "cli" / "t1.jsonl").read_text().splitlines()
+    (hostile / "t1.jsonl").write_text("".join(json.dumps({**json.loads(line), "arm": arm}) + "\n" for line in lines))
+    shutil.rmtree(tmp_path / "real" / "cli")
     report = build_report(store, ReportSettings())
     for text in ("\n".join(render_terminal(report)), render_markdown(report), render_html(report) if _has_matplotlib() else ""):
         assert "\x1b" not in text and "\x07" not in text
