@@ -271,11 +271,23 @@ def _listen(host, port, reply, record):
     return sock
 
 
+def _pair(reply, record):
+    """A listener on 127.0.0.1 and one on 127.0.0.2 with the same port (a port free on the first
+    address may be taken on the second: try again)."""
+    for _ in range(50):
+        first = _listen("127.0.0.1", 0, reply, record)
+        try:
+            return first, _listen("127.0.0.2", first.getsockname()[1], b"decoy", True)
+        except OSError:
+            first.close()
+    raise OSError("no port free on both 127.0.0.1 and 127.0.0.2")
+
+
 def pytest_benchcell_provision(trial):
-    service = _listen("127.0.0.1", 0, SERVICE_REPLY, False)
+    service, other_service = _pair(SERVICE_REPLY, False)
     port = service.getsockname()[1]
-    decoy = _listen("127.0.0.1", 0, b"decoy", True)
-    others = [_listen("127.0.0.2", port, b"decoy", True), _listen("127.0.0.2", decoy.getsockname()[1], b"decoy", True)]
+    decoy, other_decoy = _pair(b"decoy", True)
+    others = [other_service, other_decoy]
     data = trial.workdir / "service"
     data.mkdir()
     (data / "data.txt").write_text("SERVICE-DATA-MARKER-55d1")
