@@ -72,15 +72,6 @@ class Confinement:
     network_held: bool = True  # the network namespace was still there when the run ended
     exec_report: dict[str, Any] | None = None  # what the execution audit saw (the sample's exec_audit)
 
-    @property
-    def sandboxed(self) -> bool:
-        """Whether the trial's Bash commands run in the sandbox."""
-        return self.network is not None
-
-    def describe(self) -> dict[str, Any]:
-        """What the sample records of the sandbox (`provenance.sandbox` holds the one-line state)."""
-        return {"endpoints": [str(endpoint) for endpoint in self.endpoints]} if self.network else {}
-
     def findings(self, sample: Mapping[str, Any], harmless: Sequence[str], cli: str) -> list[str]:
         """After the run: what the execution audit found, and whether the sandbox held throughout."""
         lines: list[str] = []

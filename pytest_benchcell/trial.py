@@ -401,7 +401,6 @@ def _run_and_score(
             confined = confine(bench, arm, info, environment, values, workdir, bundled_cli(), where, require_audit=True)
         except ConfinementError as exc:
             raise HarnessError(str(exc)) from exc
-        sample["provenance"]["sandbox"] = confined.sandbox.describe()
         env = confined.env
         if spec.model_kind == MODEL_SCRIPTED:
             from .scripted import ScriptedModel
