@@ -91,6 +91,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .sample import utc_now_iso
+from .secrets import redact
+
 FORMAT = 1
 FOLDER = "transcripts"
 SUFFIX = ".jsonl.gz"
@@ -114,11 +117,13 @@ class Recorder:
     keeps what was added so far: the recorder belongs to the trial, not to the agent run)."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
+    started_at: str | None = None  # UTC, when the agent run began
     _began: float | None = None
 
     def start(self) -> None:
         """The agent run begins now: `t_ms` counts from here."""
         self._began = time.monotonic()
+        self.started_at = utc_now_iso()
 
     def add(self, kind: str, **fields: Any) -> None:
         if self._began is None:
@@ -168,6 +173,21 @@ def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Ma
         "events": max(len(lines) - 1, 0),
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
+
+
+def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str]) -> dict[str, Any] | None:
+    """Write the trial's transcript, redacted like its sample and ending with the trial's verdict, and
+    return the sample's `transcript` field: None when the agent never started (nothing was seen),
+    {"error": ...} when the file could not be written (the sample is stored all the same)."""
+    if not recorder.events:
+        return None
+    ended = {"kind": "ended", "status": sample.get("status"), "outcome": sample.get("outcome"), "reason": sample.get("reason")}
+    lines = [header(sample, recorder.started_at or str(sample.get("started_at"))), *recorder.events, ended]
+    lines = redact({"lines": lines}, secrets)["lines"]
+    try:
+        return write_transcript(store_root, sample, lines)
+    except OSError as exc:
+        return {"error": f"the transcript could not be written: {exc}"}
 
 
 def _write_whole(target: Path, payload: bytes) -> None:
