@@ -612,6 +612,11 @@ class Store:
         unmounted disk), writes fail with a clear error instead of silently starting a new store."""
         self._root_seen = self._root_seen or self.root.is_dir()
 
+    def vanished(self) -> bool:
+        """Whether the store folder was seen and is gone now (deleted, an unmounted disk): nothing
+        may then recreate it (see _locked)."""
+        return self._root_seen and not self.root.is_dir()
+
     # -- paths -------------------------------------------------------------------------------
     def samples_path(self, cell: Cell) -> Path:
         return self.root / cell.model_kind / cell.arm / f"{cell.task}{SAMPLES_SUFFIX}"

@@ -158,11 +158,13 @@ def encode(lines: list[Mapping[str, Any]]) -> tuple[bytes, int]:
     return buffer.getvalue(), len(raw)
 
 
-def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Mapping[str, Any]]) -> dict[str, Any]:
+def write_transcript(
+    store_root: Path, sample: Mapping[str, Any], lines: list[Mapping[str, Any]], *, store_vanished: bool = False
+) -> dict[str, Any]:
     """Write the transcript (header first) of a sample that is about to be appended; return the
     reference the sample keeps. Raises OSError when it cannot be written (the caller records that).
-    The store folder must exist: a store that vanished is never recreated from here."""
-    if not store_root.is_dir():
+    A store folder that vanished mid-sitting (Store.vanished) is never recreated from here."""
+    if store_vanished:
         raise FileNotFoundError(f"the store folder {store_root} is gone")
     relative = relative_path(str(sample["model_kind"]), str(sample["arm"]), str(sample["task"]), str(sample["id"]))
     payload, raw_bytes = encode(lines)
@@ -176,7 +178,9 @@ def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Ma
     }
 
 
-def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str]) -> dict[str, Any] | None:
+def keep(
+    store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str], *, store_vanished: bool = False
+) -> dict[str, Any] | None:
     """Write the trial's transcript, redacted like its sample and ending with the trial's verdict, and
     return the sample's `transcript` field: None when the agent never started (nothing was seen),
     {"error": ...} when the file could not be written (the sample is stored all the same)."""
@@ -186,7 +190,7 @@ def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secret
     lines = [header(sample, recorder.started_at or str(sample.get("started_at"))), *recorder.events, ended]
     lines = redact({"lines": lines}, secrets)["lines"]
     try:
-        return write_transcript(store_root, sample, lines)
+        return write_transcript(store_root, sample, lines, store_vanished=store_vanished)
     except OSError as exc:
         return {"error": f"the transcript could not be written: {exc}"}
 

@@ -84,10 +84,18 @@ def test_a_reference_outside_the_transcripts_folder_is_never_followed(tmp_path: 
 
 
 def test_a_vanished_store_is_not_recreated_for_a_transcript(tmp_path: Path) -> None:
+    from pytest_benchcell.store import Store
+
+    store = Store(tmp_path / "store")
+    assert not store.vanished()  # never seen: a first trial may create it
+    store.root.mkdir()
+    store.expect_root()
+    store.root.rmdir()
+    assert store.vanished()
     sample = a_sample()
     with pytest.raises(FileNotFoundError, match="gone"):
-        transcript.write_transcript(tmp_path / "gone", sample, some_lines(sample))
-    assert not (tmp_path / "gone").exists()
+        transcript.write_transcript(store.root, sample, some_lines(sample), store_vanished=store.vanished())
+    assert not store.root.exists()
 
 
 def test_copy_carries_a_kept_transcript_and_reports_a_pruned_one(tmp_path: Path) -> None:
