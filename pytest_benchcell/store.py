@@ -6,6 +6,7 @@ Layout (see docs/architecture.md)::
     <root>/<model_kind>/<arm>/<task>.trials  one JSON line per trial-number reservation
     <root>/definitions/<fingerprint>.toml    resolved arm + task definitions, once per fingerprint
     <root>/.lock                             the store-wide filelock
+    <root>/transcripts/...                   each trial's transcript (transcript.py): never read here
 
 Guarantees:
 - Nothing is ever rewritten or deleted. The only write operations are appends and the creation of a
