@@ -233,35 +233,30 @@ def transcript_path(store_root: Path, sample: Mapping[str, Any]) -> Path | None:
 
 def transcript_status(store_root: Path, sample: Mapping[str, Any]) -> str:
     """NONE, KEPT, PRUNED or DAMAGED (see the module's docstring)."""
-    path = transcript_path(store_root, sample)
-    if path is None:
-        return NONE
-    try:
-        payload = path.read_bytes()
-    except FileNotFoundError:
-        return PRUNED
-    except OSError:
-        return DAMAGED
-    expected = reference(sample) or {}
-    if expected.get("sha256") and hashlib.sha256(payload).hexdigest() != expected["sha256"]:
-        return DAMAGED
-    return KEPT if _decode(payload) is not None else DAMAGED
+    return _load(store_root, sample)[0]
 
 
 def read_transcript(store_root: Path, sample: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """The sample's transcript as a list of dicts, header first; None when it has none, when its file
     was pruned, or when the file does not match its reference (see transcript_status for which)."""
+    return _load(store_root, sample)[1]
+
+
+def _load(store_root: Path, sample: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:
     path = transcript_path(store_root, sample)
     if path is None:
-        return None
+        return NONE, None
     try:
         payload = path.read_bytes()
+    except FileNotFoundError:
+        return PRUNED, None
     except OSError:
-        return None
+        return DAMAGED, None
     expected = (reference(sample) or {}).get("sha256")
     if expected and hashlib.sha256(payload).hexdigest() != expected:
-        return None
-    return _decode(payload)
+        return DAMAGED, None
+    lines = _decode(payload)
+    return (KEPT, lines) if lines is not None else (DAMAGED, None)
 
 
 def _decode(payload: bytes) -> list[dict[str, Any]] | None:

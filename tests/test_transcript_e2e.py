@@ -203,3 +203,25 @@ def test_pruning_keeps_samples_and_reports_and_merge_carries_transcripts(bench: 
     assert benchcell(["merge", str(root), "--into", str(again)]) == 0
     assert "0 transcripts copied (2 pruned in the source; DEST reads them as pruned)" in capsys.readouterr().out
     assert all(transcript_status(again, s) == PRUNED for s in stored(again, "shell", "make-file"))
+
+
+def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the_example_bench(tmp_path: Path) -> None:
+    """README, Benchmarks: the row of benchmarks/transcript_size.py. One task in every arm, measured
+    the way the script measures, lands between half the stated median and the stated maximum."""
+    import importlib.util
+    import re
+
+    repo = Path(__file__).resolve().parent.parent
+    row = next(line for line in (repo / "README.md").read_text().splitlines() if "benchmarks/transcript_size.py" in line)
+    figures = re.search(r"median ([\d,]+) bytes per trial compressed \(([\d,]+) bytes of JSON inside, ([\d.]+)x\), max ([\d,]+)", row)
+    assert figures, f"README's transcript_size row no longer states its figures: {row}"
+    median, _, ratio, largest = (float(value.replace(",", "")) for value in figures.groups())
+    spec = importlib.util.spec_from_file_location("transcript_size", repo / "benchmarks" / "transcript_size.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.sitting(tmp_path / "store", "all", "count-open", 1, 1)
+    rows = script.measure(tmp_path / "store")
+    assert sorted(str(row["arm"]) for row in rows) == ["cli-skill", "mcp", "native", "raw-api"]
+    assert all(median / 2 <= int(row["bytes"]) <= largest for row in rows), rows
+    assert all(int(row["raw"]) / int(row["bytes"]) >= ratio * 0.6 for row in rows), rows
