@@ -71,6 +71,9 @@ harness saw them. Strings are redacted exactly like the sample (secrets.redact w
     The last line: the trial as recorded: ``status``, ``outcome``, ``reason`` (a later rescore is
     in the store, not here).
 
+Events of a subagent (Claude Code's Task tool) carry ``parent_tool_use_id``, the call that started it
+(``text``, ``thinking``, ``tool_use``, ``tool_result``, ``user``, ``model_response``).
+
 Kinds may be added (readers skip kinds they do not know); a change of meaning bumps ``format``.
 
 Pure: no pytest, no SDK (agent.py turns the SDK's messages into these events).

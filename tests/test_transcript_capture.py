@@ -81,10 +81,12 @@ def test_thinking_text_tools_and_results_become_events_in_order() -> None:
         AssistantMessage(content=[ToolUseBlock(id="t1", name="Bash", input={"command": "ls"})], model="m", message_id="m1"),
         UserMessage(content=[ToolResultBlock(tool_use_id="t1", content=[{"type": "text", "text": "a"}, {"type": "image"}], is_error=False)]),
         UserMessage(content="a note the CLI added"),
+        AssistantMessage(content=[TextBlock(text="sub")], model="m", message_id="m2", parent_tool_use_id="task1"),
     )
     assert [(e["kind"], e.get("message_id")) for e in events] == [
-        ("thinking", "m1"), ("text", "m1"), ("tool_use", "m1"), ("tool_result", None), ("user", None)
+        ("thinking", "m1"), ("text", "m1"), ("tool_use", "m1"), ("tool_result", None), ("user", None), ("text", "m2")
     ]
+    assert [e.get("parent_tool_use_id") for e in events] == [None] * 5 + ["task1"]
     assert events[0]["thinking"] == "list first" and "signature" not in events[0]
     assert events[3]["content"] == "a\n[image]"
     assert events[4]["content"] == "a note the CLI added"
