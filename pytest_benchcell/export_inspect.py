@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .report.model import plural
 from .report.reading import newest, read_cell
 from .sample import (
     OUTCOME_CONFUSED,
@@ -81,6 +82,33 @@ class ExportResult:
     with_transcript: int = 0
     left_out: int = 0  # samples of other conditions, or judged by an older scoring definition
     problems: list[Problem] = field(default_factory=list)
+
+    def lines(self, directory: Path) -> list[str]:
+        """What the command prints: one line per log, what was left out, how to open them."""
+        lines = []
+        for path, (arm, verdicts) in zip(self.logs, sorted(self.samples.items())):
+            counts = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items(), key=_verdict_order))
+            lines.append(f"wrote {path}: arm {arm}, {plural(sum(verdicts.values()), 'trial')} ({counts})")
+        total = sum(sum(verdicts.values()) for verdicts in self.samples.values())
+        lines.append(
+            f"transcripts: {self.with_transcript} of {total} trials; the others show the tool calls and final answer "
+            "their sample holds"
+        )
+        if self.left_out:
+            lines.append(
+                f"left out: {self.left_out} samples of other conditions or judged by an older scoring definition "
+                "(as in `benchcell report`)"
+            )
+        lines += [f"    {problem}" for problem in self.problems]
+        lines.append(f"open them with: inspect view --log-dir {directory}")
+        return lines
+
+
+_ORDER = (*OUTCOMES, STATUS_INVALID, STATUS_ERROR)
+
+
+def _verdict_order(item: tuple[str, int]) -> int:
+    return _ORDER.index(item[0]) if item[0] in _ORDER else len(_ORDER)
 
 
 @dataclass
