@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,7 @@ from .store import Cell, Problem, Store
 from .transcript import read_transcript
 
 INSTALL_HINT = "pip install 'pytest-benchcell[inspect]'"
+SUPPORTED = ((0, 3, 285), (0, 4))  # the [inspect] extra's range: from the first, below the second
 SCORER = "benchcell"
 VERDICT = "verdict"  # the name of the one score of every sample
 LOG_SUFFIX = ".eval"  # the viewer lists .eval logs whatever their name (.json only with a timestamp name)
@@ -127,6 +129,14 @@ def import_inspect() -> Any:
         import inspect_ai.tool
     except ImportError as exc:
         raise ExportError(f"exporting Inspect logs needs inspect_ai ({exc}); install it with: {INSTALL_HINT}") from None
+    version = str(getattr(inspect_ai, "__version__", ""))
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    low, high = SUPPORTED
+    if not low <= numbers < high:
+        raise ExportError(
+            f"inspect_ai {version or '(version unknown)'} is installed; the export writes logs for inspect-ai "
+            f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))} (its log format is not a frozen spec): {INSTALL_HINT}"
+        )
     return inspect_ai
 
 

@@ -177,6 +177,15 @@ def test_without_inspect_ai_the_error_names_the_extra(store, tmp_path, capsys, m
     assert not (tmp_path / "logs").exists()
 
 
+def test_an_inspect_ai_outside_the_pinned_range_is_refused(store, tmp_path, capsys, monkeypatch):
+    import inspect_ai
+
+    monkeypatch.setattr(inspect_ai, "__version__", "0.4.0")
+    code, out, err = export(capsys, tmp_path / "logs", "--store", store)
+    assert code == 1 and "inspect_ai 0.4.0 is installed; the export writes logs for inspect-ai >=0.3.285,<0.4" in err, err
+    assert not (tmp_path / "logs").exists()
+
+
 def test_the_same_selection_writes_the_same_log_file(store, tmp_path, capsys):
     assert export(capsys, tmp_path / "logs", "--store", store)[0] == 0
     first = sorted(path.name for path in (tmp_path / "logs").iterdir())
