@@ -160,8 +160,9 @@ def select_trials(stores: Sequence[Store], selection: Selection, problems: list[
     chosen: dict[str, dict[str, list[_Trial]]] = {}
     left_out = 0
     for cell in cells:
-        pool = _pool_of(reader, cell, selection, problems)
-        keys = {row["id"]: row["provenance"]["fingerprint"] for row in reader.iter_summaries([], cells=[cell], definitions=selection.definitions)}
+        pool = _pool_of(reader, cell, selection)
+        rows = reader.iter_summaries(problems, cells=[cell], definitions=selection.definitions)
+        keys = {row["id"]: row["provenance"]["fingerprint"] for row in rows}
         wanted = {sample_id for sample_id, key in keys.items() if key == pool}
         left_out += len(keys) - len(wanted)
         trials = [trial for trial in _full_samples(stores, cell) if trial.sample.get("id") in wanted]
@@ -173,12 +174,12 @@ def select_trials(stores: Sequence[Store], selection: Selection, problems: list[
     return chosen, left_out
 
 
-def _pool_of(reader: Any, cell: Cell, selection: Selection, problems: list[Problem]) -> str | None:
+def _pool_of(reader: Any, cell: Cell, selection: Selection) -> str | None:
     """The pool key of the samples a report would read for this cell (report.figures.build_report)."""
     definition = (selection.definitions or {}).get((cell.arm, cell.task))
     if definition is not None:
         return definition.conditions
-    used = newest(read_cell(reader, cell, [1.0] * len(TOKEN_COMPONENTS), problems))
+    used = newest(read_cell(reader, cell, [1.0] * len(TOKEN_COMPONENTS), []))  # its problems: select_trials
     return used.fingerprint if used is not None else None
 
 

@@ -186,6 +186,21 @@ def test_an_inspect_ai_outside_the_pinned_range_is_refused(store, tmp_path, caps
     assert not (tmp_path / "logs").exists()
 
 
+def test_several_stores_export_as_one_each_sample_once(store, tmp_path, capsys):
+    # Another machine's store: its own trial 1 and 2 of the same cell, and a copy of one sample here.
+    here = next(json.loads(line) for line in (store / "real" / "mcp" / "close-bug.jsonl").read_text().splitlines())
+    other = write_samples(tmp_path / "other", [*cell_samples("mcp", "close-bug", 2, minutes=40), here])
+    with (store / "real" / "mcp" / "close-bug.jsonl").open("a") as file:
+        file.write('{"id": "torn')  # a write cut short: reported, the rest exported
+    code, out, err = export(capsys, tmp_path / "logs", "--store", store, "--store", other.root, "--arm", "mcp")
+    assert code == 0, err
+    (log,) = logs_in(tmp_path / "logs").values()
+    trials = sorted((s.epoch, s.metadata["trial"]) for s in log.samples)
+    assert trials == [(1, 1), (2, 2), (3, 1), (4, 2)]  # trial numbers repeat across stores; epochs do not
+    assert len({s.uuid for s in log.samples}) == 4
+    assert "torn last line" in out
+
+
 def test_the_same_selection_writes_the_same_log_file(store, tmp_path, capsys):
     assert export(capsys, tmp_path / "logs", "--store", store)[0] == 0
     first = sorted(path.name for path in (tmp_path / "logs").iterdir())
