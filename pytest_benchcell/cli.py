@@ -2,7 +2,7 @@
 pytest; `benchcell merge` appends to one store the samples of others it lacks; `benchcell export
 inspect DIR` writes them as Inspect AI logs (export_inspect.py).
 
-Exit codes: 0 done; 1 the report or merge could not be produced (unreadable store, missing optional
+Exit codes: 0 done; 1 the report, merge or export could not be produced (unreadable store, missing optional
 dependency, unwritable output file); 2 bad command-line values (argparse's own convention).
 """
 
@@ -229,7 +229,7 @@ def _export_selection(args: argparse.Namespace) -> tuple[list[Store], ReportSett
     if existing is not None and (not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK)):
         raise UsageError(f"DIR {directory} cannot be written: {existing} is not a folder this user can write")
     settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
-    declared = tuple(load_bench_secrets(args.config)) if args.config else ()
+    declared = tuple(_bench_secrets(args.config)) if args.config else ()
     store_paths = args.stores or ([config_store] if config_store else [])
     if not store_paths:
         raise UsageError("say which store to export: --store DIR (or --config bench.toml)")
@@ -279,7 +279,7 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_bench_secrets(path: Path) -> list[str]:
+def _bench_secrets(path: Path) -> list[str]:
     """The names in the bench's `[bench] secrets` (already validated by _settings_from_config)."""
     from .config import load_bench
 
