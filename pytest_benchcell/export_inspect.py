@@ -352,7 +352,9 @@ class _LogWriter:
             limit = L.EvalSampleLimit(type="turn", limit=bounds["turn_cap"], reason=reason or None)
         elif verdict == OUTCOME_HUNG and type(bounds.get("wall_clock_ms")) is int:
             limit = L.EvalSampleLimit(type="time", limit=bounds["wall_clock_ms"] / 1000.0, reason=reason or None)
-        error = None
+        error = invalidation = None
+        if verdict == STATUS_INVALID:  # Inspect's own word for a sample that must not count
+            invalidation = L.ProvenanceData(author=f"pytest-benchcell {__version__}", reason=reason or "invalid")
         if verdict == STATUS_ERROR:
             error = L.EvalError(message=f"harness error (not the agent's fault): {reason}", traceback="", traceback_ansi="")
         return L.EvalSample(
@@ -372,6 +374,7 @@ class _LogWriter:
             working_time=seconds,
             uuid=str(sample.get("id")),
             error=error,
+            invalidation=invalidation,
             limit=limit,
             turn_count=sample.get("turns") if type(sample.get("turns")) is int else None,
         )

@@ -81,6 +81,8 @@ def test_every_sample_of_the_selection_is_read_back_with_messages_score_and_usag
     assert by_verdict["incorrect"].scores["verdict"].explanation == "incorrect for a test"
     assert by_verdict["invalid"].scores["verdict"].explanation == "foreign tool call ran: curl"
     assert by_verdict["invalid"].metadata["status"] == "invalid" and by_verdict["invalid"].error is None
+    assert by_verdict["invalid"].invalidation.reason == "foreign tool call ran: curl"
+    assert [s.invalidation for s in cli.samples].count(None) == 6
     errored = by_verdict["error"]
     assert errored.error is not None and "provisioning failed" in errored.error.message
     assert by_verdict["confused"].limit.type == "turn" and by_verdict["confused"].limit.limit == 40
