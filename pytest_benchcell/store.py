@@ -6,6 +6,7 @@ Layout (see docs/architecture.md)::
     <root>/<model_kind>/<arm>/<task>.trials  one JSON line per trial-number reservation
     <root>/definitions/<fingerprint>.toml    resolved arm + task definitions, once per fingerprint
     <root>/.lock                             the store-wide filelock
+    <root>/transcripts/...                   each trial's transcript (transcript.py): never read here
 
 Guarantees:
 - Nothing is ever rewritten or deleted. The only write operations are appends and the creation of a
@@ -37,6 +38,7 @@ from typing import Any
 import filelock
 import tomli_w
 
+from . import transcript
 from .names import NAME_RULE, name_problem
 from .sample import (
     CHECKER_OUTCOMES,
@@ -611,6 +613,11 @@ class Store:
         unmounted disk), writes fail with a clear error instead of silently starting a new store."""
         self._root_seen = self._root_seen or self.root.is_dir()
 
+    def vanished(self) -> bool:
+        """Whether the store folder was seen and is gone now (deleted, an unmounted disk): nothing
+        may then recreate it (see _locked)."""
+        return self._root_seen and not self.root.is_dir()
+
     # -- paths -------------------------------------------------------------------------------
     def samples_path(self, cell: Cell) -> Path:
         return self.root / cell.model_kind / cell.arm / f"{cell.task}{SAMPLES_SUFFIX}"
@@ -962,6 +969,7 @@ class MergeResult:
     renumbered: int = 0
     problems: list[Problem] = field(default_factory=list)
     definitions: int = 0  # definitions files copied
+    transcripts: dict[str, int] = field(default_factory=dict)  # merged samples' transcripts, by transcript status
 
 
 def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> MergeResult:
@@ -970,6 +978,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
     A merged trial gets the next free trial number of its cell in DEST (reserved like a sitting's,
     so later sittings continue past it); the sample keeps its id, and `merged_from` records the
     source store and its original trial number. Rescore records follow their sample's new number.
+    Each merged sample's transcript is copied to the same path in DEST (transcript.copy_transcript).
     Nothing in DEST is rewritten; the sources are only read."""
     result = MergeResult()
     dest.root.mkdir(parents=True, exist_ok=True)
@@ -1008,6 +1017,10 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                     except StoreError as exc:
                         result.problems.append(Problem(source.samples_path(cell), 0, f"not merged: {exc}"))
                         continue
+                    # Before its sample: DEST never holds a sample whose transcript was not yet there.
+                    carried = transcript.copy_transcript(merged, source.root, dest.root)
+                    if carried != transcript.NONE:
+                        result.transcripts[carried] = result.transcripts.get(carried, 0) + 1
                     line = _json_line(merged)
                     batch.append((merged, line))
                     result.appended += 1

@@ -79,6 +79,7 @@ Pure: no pytest, no SDK (agent.py turns the SDK's messages into these events).
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import gzip
 import hashlib
 import io
@@ -86,12 +87,12 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .sample import utc_now_iso
+from .sample import STATUS_RESCORE, conditions_of, utc_now_iso
 from .secrets import redact
 
 FORMAT = 1
@@ -157,11 +158,13 @@ def encode(lines: list[Mapping[str, Any]]) -> tuple[bytes, int]:
     return buffer.getvalue(), len(raw)
 
 
-def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Mapping[str, Any]]) -> dict[str, Any]:
+def write_transcript(
+    store_root: Path, sample: Mapping[str, Any], lines: list[Mapping[str, Any]], *, store_vanished: bool = False
+) -> dict[str, Any]:
     """Write the transcript (header first) of a sample that is about to be appended; return the
     reference the sample keeps. Raises OSError when it cannot be written (the caller records that).
-    The store folder must exist: a store that vanished is never recreated from here."""
-    if not store_root.is_dir():
+    A store folder that vanished mid-sitting (Store.vanished) is never recreated from here."""
+    if store_vanished:
         raise FileNotFoundError(f"the store folder {store_root} is gone")
     relative = relative_path(str(sample["model_kind"]), str(sample["arm"]), str(sample["task"]), str(sample["id"]))
     payload, raw_bytes = encode(lines)
@@ -175,7 +178,9 @@ def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Ma
     }
 
 
-def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str]) -> dict[str, Any] | None:
+def keep(
+    store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str], *, store_vanished: bool = False
+) -> dict[str, Any] | None:
     """Write the trial's transcript, redacted like its sample and ending with the trial's verdict, and
     return the sample's `transcript` field: None when the agent never started (nothing was seen),
     {"error": ...} when the file could not be written (the sample is stored all the same)."""
@@ -185,7 +190,7 @@ def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secret
     lines = [header(sample, recorder.started_at or str(sample.get("started_at"))), *recorder.events, ended]
     lines = redact({"lines": lines}, secrets)["lines"]
     try:
-        return write_transcript(store_root, sample, lines)
+        return write_transcript(store_root, sample, lines, store_vanished=store_vanished)
     except OSError as exc:
         return {"error": f"the transcript could not be written: {exc}"}
 
@@ -292,6 +297,91 @@ def copy_transcript(sample: Mapping[str, Any], source_root: Path, dest_root: Pat
     if not target.exists():
         _write_whole(target, source.read_bytes())
     return KEPT
+
+
+@dataclass
+class Pruning:
+    """What `prune` removed (or, dry, would remove)."""
+
+    removed: int = 0
+    bytes: int = 0
+    kept: int = 0  # transcripts left in place
+    already_gone: int = 0  # selected, but pruned before
+
+
+def prune(
+    store_root: Path,
+    samples: Iterable[Mapping[str, Any]],
+    *,
+    before: _dt.datetime | None = None,
+    older_definitions: bool = False,
+    dry_run: bool = False,
+) -> Pruning:
+    """Delete the transcripts of the samples selected: those started before `before` (a UTC time)
+    and/or, with `older_definitions`, those whose conditions are not those of their cell's newest
+    sample (what a report without the bench treats as current). Given both, a transcript must meet
+    both. Samples are never touched: a sample whose file is gone reads as PRUNED. Folders left empty
+    are removed."""
+    if before is None and not older_definitions:
+        raise ValueError("say which transcripts to prune: before a date, of older definitions, or both")
+    trials = [sample for sample in samples if sample.get("status") != STATUS_RESCORE]
+    newest: dict[tuple[str, str, str], tuple[str, str]] = {}
+    for sample in trials:
+        cell = (str(sample.get("model_kind")), str(sample.get("arm")), str(sample.get("task")))
+        started = str(sample.get("started_at") or "")
+        if cell not in newest or started >= newest[cell][0]:
+            newest[cell] = (started, conditions_of(sample))
+    pruning = Pruning()
+    emptied: set[Path] = set()
+    for sample in trials:
+        path = transcript_path(store_root, sample)
+        if path is None:
+            continue
+        cell = (str(sample.get("model_kind")), str(sample.get("arm")), str(sample.get("task")))
+        started = _utc(sample.get("started_at"))
+        selected = (before is None or (started is not None and started < before)) and (
+            not older_definitions or conditions_of(sample) != newest[cell][1]
+        )
+        if not selected:
+            pruning.kept += path.exists()
+            continue
+        try:
+            size = path.stat().st_size
+            if not dry_run:
+                path.unlink()
+        except FileNotFoundError:
+            pruning.already_gone += 1
+            continue
+        pruning.removed += 1
+        pruning.bytes += size
+        emptied.add(path.parent)
+    root = store_root / FOLDER
+    for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
+        while not dry_run and folder != root and root in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty (or not ours to remove): what is left stays
+            folder = folder.parent
+    return pruning
+
+
+def parse_utc(text: str) -> _dt.datetime:
+    """A date (2026-12-01) or time (2026-12-01T08:00, 2026-12-01T08:00:00Z) as UTC; raises ValueError."""
+    parsed = _utc(text)
+    if parsed is None:
+        raise ValueError(f"{text!r} is not a date; allowed: YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM] (UTC unless given)")
+    return parsed
+
+
+def _utc(text: Any) -> _dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=_dt.timezone.utc) if parsed.tzinfo is None else parsed
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:

@@ -84,10 +84,18 @@ def test_a_reference_outside_the_transcripts_folder_is_never_followed(tmp_path: 
 
 
 def test_a_vanished_store_is_not_recreated_for_a_transcript(tmp_path: Path) -> None:
+    from pytest_benchcell.store import Store
+
+    store = Store(tmp_path / "store")
+    assert not store.vanished()  # never seen: a first trial may create it
+    store.root.mkdir()
+    store.expect_root()
+    store.root.rmdir()
+    assert store.vanished()
     sample = a_sample()
     with pytest.raises(FileNotFoundError, match="gone"):
-        transcript.write_transcript(tmp_path / "gone", sample, some_lines(sample))
-    assert not (tmp_path / "gone").exists()
+        transcript.write_transcript(store.root, sample, some_lines(sample), store_vanished=store.vanished())
+    assert not store.root.exists()
 
 
 def test_copy_carries_a_kept_transcript_and_reports_a_pruned_one(tmp_path: Path) -> None:
@@ -103,3 +111,75 @@ def test_copy_carries_a_kept_transcript_and_reports_a_pruned_one(tmp_path: Path)
     other = {**sample, "id": "def456", "transcript": {**sample["transcript"], "path": sample["transcript"]["path"].replace("abc123", "def456")}}
     assert transcript.copy_transcript(other, source, dest) == PRUNED
     assert transcript.transcript_status(dest, other) == PRUNED
+
+
+def stored_with_transcripts(root: Path) -> list[dict]:
+    """Three samples of one cell (two older conditions, one newest) and one of another cell."""
+    samples = [
+        a_sample(id="old1", started_at="2026-11-01T10:00:00.000Z", provenance={"conditions": "c-old"}),
+        a_sample(id="old2", started_at="2026-11-20T10:00:00.000Z", provenance={"conditions": "c-old"}),
+        a_sample(id="new1", started_at="2026-11-25T10:00:00.000Z", provenance={"conditions": "c-new"}),
+        a_sample(id="other", task="other-task", started_at="2026-11-02T10:00:00.000Z", provenance={"conditions": "c-old"}),
+    ]
+    for sample in samples:
+        sample["transcript"] = transcript.write_transcript(root, sample, some_lines(sample))
+    # a rescore record has no transcript of its own and never selects one
+    return samples + [{"id": "r1", "status": "rescore", "rescore_of": "new1", "started_at": "2026-12-01T00:00:00Z"}]
+
+
+def kept_ids(root: Path, samples: list[dict]) -> set[str]:
+    return {s["id"] for s in samples if transcript.transcript_status(root, s) == KEPT}
+
+
+def test_prune_before_a_date_removes_only_older_trials_transcripts(tmp_path: Path) -> None:
+    samples = stored_with_transcripts(tmp_path)
+    dry = transcript.prune(tmp_path, samples, before=transcript.parse_utc("2026-11-10"), dry_run=True)
+    assert (dry.removed, dry.kept) == (2, 2) and dry.bytes > 0
+    assert kept_ids(tmp_path, samples) == {"old1", "old2", "new1", "other"}  # a dry run removes nothing
+    pruning = transcript.prune(tmp_path, samples, before=transcript.parse_utc("2026-11-10"))
+    assert (pruning.removed, pruning.kept, pruning.bytes) == (2, 2, dry.bytes)
+    assert kept_ids(tmp_path, samples) == {"old2", "new1"}
+    assert not (tmp_path / "transcripts" / "scripted" / "cli" / "other-task").exists()  # emptied folder removed
+    again = transcript.prune(tmp_path, samples, before=transcript.parse_utc("2026-11-10"))
+    assert (again.removed, again.already_gone) == (0, 2)
+
+
+def test_prune_older_definitions_keeps_each_cells_newest_conditions(tmp_path: Path) -> None:
+    samples = stored_with_transcripts(tmp_path)
+    pruning = transcript.prune(tmp_path, samples, older_definitions=True)
+    assert pruning.removed == 2
+    assert kept_ids(tmp_path, samples) == {"new1", "other"}  # "other" is its cell's newest
+
+
+def test_prune_with_both_needs_both(tmp_path: Path) -> None:
+    samples = stored_with_transcripts(tmp_path)
+    transcript.prune(tmp_path, samples, older_definitions=True, before=transcript.parse_utc("2026-11-10T00:00Z"))
+    assert kept_ids(tmp_path, samples) == {"old2", "new1", "other"}
+    with pytest.raises(ValueError, match="say which"):
+        transcript.prune(tmp_path, samples)
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "", "01/12/2026"])
+def test_a_bad_date_says_what_is_allowed(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a date; allowed: YYYY-MM-DD"):
+        transcript.parse_utc(text)
+
+
+def test_dates_are_utc_unless_given() -> None:
+    assert transcript.parse_utc("2026-12-01").isoformat() == "2026-12-01T00:00:00+00:00"
+    assert transcript.parse_utc("2026-12-01T08:00:00Z") == transcript.parse_utc("2026-12-01T09:00:00+01:00")
+
+
+def test_the_prune_command_refuses_bad_input_with_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_benchcell.cli import main
+
+    store = tmp_path / "store"
+    (store / "scripted").mkdir(parents=True)
+    assert main(["transcripts", "prune", "--store", str(store)]) == 2
+    assert "say which transcripts to remove: --before DATE, --older-definitions, or both" in capsys.readouterr().err
+    assert main(["transcripts", "prune", "--store", str(store), "--before", "last week"]) == 2
+    assert "--before: 'last week' is not a date; allowed: YYYY-MM-DD" in capsys.readouterr().err
+    assert main(["transcripts", "prune", "--store", str(tmp_path / "nowhere"), "--older-definitions"]) == 2
+    assert "is not a sample store" in capsys.readouterr().err
+    assert main(["transcripts", "prune", "--store", str(store), "--older-definitions", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("0 transcripts would be removed (0 bytes)")

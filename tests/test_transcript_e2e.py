@@ -201,4 +201,5 @@ def test_pruning_keeps_samples_and_reports_and_merge_carries_transcripts(bench: 
     # a merge of pruned samples says so, and DEST's samples read as pruned too
     again = tmp_path / "again"
     assert benchcell(["merge", str(root), "--into", str(again)]) == 0
-    assert "0 transcripts copied (2 pruned in the source)" in capsys.readouterr().out
+    assert "0 transcripts copied (2 pruned in the source; DEST reads them as pruned)" in capsys.readouterr().out
+    assert all(transcript_status(again, s) == PRUNED for s in stored(again, "shell", "make-file"))
