@@ -188,6 +188,53 @@ def test_an_inspect_ai_outside_the_pinned_range_is_refused(store, tmp_path, caps
     assert not (tmp_path / "logs").exists()
 
 
+def test_a_transcript_cut_by_the_wall_clock_exports_what_it_kept(tmp_path, capsys):
+    from pytest_benchcell.transcript import header, write_transcript
+
+    sample = make_sample("cli", "close-bug", status="scored", outcome="hung")
+    sample["reason"] = "hung: wall-clock backstop of 300000 ms reached"
+    t0 = "2026-12-02T12:00:00.000Z"
+    lines = [
+        header(sample, t0),
+        {"kind": "prompt", "t_ms": 0.0, "system_prompt": "You manage the tracker.", "prompt": "Close the bug."},
+        {"kind": "model_request", "t_ms": 10.0, "request": 1},
+        {"kind": "thinking", "t_ms": 20.0, "message_id": "m1", "thinking": "First list the issues."},
+        {"kind": "text", "t_ms": 21.0, "message_id": "m1", "text": "Listing them."},
+        {"kind": "tool_use", "t_ms": 22.0, "message_id": "m1", "id": "t1", "name": "Bash", "input": {"command": "tracker list"}},
+        {"kind": "guard", "t_ms": 23.0, "tool_use_id": "t1", "name": "Bash", "allowed": True, "reason": ""},
+        {"kind": "model_response", "t_ms": 30.0, "request": 1, "message_id": "m1", "model": "claude-sonnet-4-5",
+         "stop_reason": "tool_use", "usage": {"fresh_input": 10, "cache_write": 20, "cache_read": 30, "output": 5}, "complete": True},
+        {"kind": "tool_result", "t_ms": 530.0, "tool_use_id": "t1", "is_error": False, "content": "#3 open Crash"},
+        {"kind": "model_request", "t_ms": 540.0, "request": 2},
+        {"kind": "tool_use", "t_ms": 560.0, "message_id": "m2", "id": "t2", "name": "Bash", "input": {"command": "sleep 999"}},
+        {"kind": "backstop", "t_ms": 300000.0, "wall_clock_ms": 300000},
+        {"kind": "ended", "status": "scored", "outcome": "hung", "reason": sample["reason"]},
+    ]  # fmt: skip
+    store = tmp_path / "store"
+    store.mkdir()
+    sample["transcript"] = write_transcript(store, sample, lines)
+    write_samples(store, [sample])
+    code, out, err = export(capsys, tmp_path / "logs", "--store", store)
+    assert code == 0, err
+    (log,) = logs_in(tmp_path / "logs").values()
+    (exported,) = log.samples
+    assert exported.scores["verdict"].value == "hung" and exported.limit.type == "time"
+    roles = [m.role for m in exported.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]  # the cut response kept, unanswered
+    first = exported.messages[2]
+    assert [part.type for part in first.content] == ["reasoning", "text"] and first.content[0].reasoning == "First list the issues."
+    assert exported.messages[-1].tool_calls[0].arguments == {"command": "sleep 999"}
+    (model,) = [e for e in exported.events if e.event == "model"]
+    assert (model.output.usage.input_tokens, model.output.usage.input_tokens_cache_write,
+            model.output.usage.input_tokens_cache_read, model.output.usage.output_tokens) == (10, 20, 30, 5)  # fmt: skip
+    assert model.working_start == pytest.approx(0.01) and model.working_time == pytest.approx(0.02)
+    tools = [e for e in exported.events if e.event == "tool"]
+    assert [(t.arguments["command"], t.result, t.error) for t in tools][0] == ("tracker list", "#3 open Crash", None)
+    assert tools[0].working_time == pytest.approx(0.508)
+    assert tools[1].arguments["command"] == "sleep 999" and tools[1].error.type == "cancelled"
+    assert [e.source for e in exported.events if e.event == "info"] == ["backstop"]
+
+
 def test_several_stores_export_as_one_each_sample_once(store, tmp_path, capsys):
     # Another machine's store: its own trial 1 and 2 of the same cell, and a copy of one sample here.
     here = next(json.loads(line) for line in (store / "real" / "mcp" / "close-bug.jsonl").read_text().splitlines())
