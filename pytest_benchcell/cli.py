@@ -1,8 +1,9 @@
 """The `benchcell` console script: `benchcell report` renders one or several stores without running
 pytest; `benchcell merge` appends to one store the samples of others it lacks; `benchcell transcripts
-prune` removes trial transcripts a store no longer needs.
+prune` removes trial transcripts a store no longer needs; `benchcell export inspect DIR` writes samples
+and transcripts as Inspect AI logs (export_inspect.py).
 
-Exit codes: 0 done; 1 the report or merge could not be produced (unreadable store, missing optional
+Exit codes: 0 done; 1 the report, merge or export could not be produced (unreadable store, missing optional
 dependency, unwritable output file); 2 bad command-line values (argparse's own convention).
 """
 
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         "definitions of a cell); reports never pool them with the current conditions",
     )  # fmt: skip
     _add_transcripts_parser(commands)
+    _add_export_parser(commands)
     return parser
 
 
@@ -163,6 +165,31 @@ def _add_transcripts_parser(commands: argparse._SubParsersAction) -> None:
         help="transcripts of samples whose conditions are not those of their cell's newest sample",
     )  # fmt: skip
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
+
+
+def _add_export_parser(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser(
+        "export", help="write a store's samples in another tool's format",
+        description="Write a store's samples in another tool's format. Reads the store only; never writes to it.",
+    )  # fmt: skip
+    formats = export.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    inspect = formats.add_parser(
+        "inspect",
+        help="Inspect AI logs, read with `inspect view --log-dir DIR` (needs the [inspect] extra)",
+        description="Write one Inspect AI log per arm into DIR (tasks are its samples, trials its epochs, verdicts "
+        "its scores), for `inspect view --log-dir DIR`. The samples are those `benchcell report` reads: each cell's "
+        "current conditions with --config, else its newest; invalid and error trials included. Needs the [inspect] "
+        "extra.",
+    )
+    inspect.add_argument("directory", type=Path, metavar="DIR", help="folder to write the logs into (created if missing)")
+    inspect.add_argument(
+        "--store", type=Path, action="append", dest="stores", metavar="DIR",
+        help="a store folder (default: the store named in --config); repeat it to read several stores as one",
+    )  # fmt: skip
+    inspect.add_argument("--config", type=Path, help="bench.toml: its arms and the current conditions of its cells")
+    inspect.add_argument("--model-kind", choices=MODEL_KINDS, default="real", help="which samples (default: real)")
+    inspect.add_argument("--arm", dest="arms", action="extend", nargs="+", metavar="ARM", help="arms to export")
+    inspect.add_argument("--task", dest="tasks", action="extend", nargs="+", metavar="TASK", help="tasks to export")
 
 
 # --- LEAD: bench.toml connection ----------------------------------------------------------------------
@@ -220,6 +247,73 @@ def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSe
     return settings, store
 
 
+def _export_selection(args: argparse.Namespace) -> tuple[list[Store], ReportSettings, tuple[str, ...]]:
+    """The stores and the selection of an export, checked as `benchcell report` checks them; with the
+    bench's declared secret names (their values are redacted once more)."""
+    directory = args.directory
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"DIR {directory} is a file; allowed: a folder (created if missing)")
+    existing = next((folder for folder in (directory, *directory.parents) if folder.exists()), None)
+    if existing is not None and (not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK)):
+        raise UsageError(f"DIR {directory} cannot be written: {existing} is not a folder this user can write")
+    settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
+    declared = tuple(_bench_secrets(args.config)) if args.config else ()
+    store_paths = args.stores or ([config_store] if config_store else [])
+    if not store_paths:
+        raise UsageError("say which store to export: --store DIR (or --config bench.toml)")
+    for store_path in store_paths:
+        if not store_path.is_dir():
+            raise UsageError(f"--store: {store_path} is not a folder")
+        if not looks_like_store(store_path):
+            raise UsageError(f"--store: {store_path} is not a sample store; {STORE_HINT}")
+    stores = [Store(path) for path in store_paths]
+    reader: Store | StoreSet = stores[0] if len(stores) == 1 else StoreSet(store_paths)
+    settings.model_kind = args.model_kind
+    if not reader.cells([args.model_kind]):
+        others = [kind for kind in MODEL_KINDS if reader.cells([kind])]
+        raise UsageError(
+            f"the store holds no samples of the {args.model_kind} model"
+            + (f"; it holds {others[0]} ones: add --model-kind {others[0]}" if others else " (it is empty)")
+        )
+    if args.arms:
+        known = set(settings.arms or ()) | {cell.arm for cell in reader.cells([args.model_kind])}
+        _check_known("--arm", args.arms, known, "arm")
+        settings.arms = list(dict.fromkeys(args.arms))
+    if args.tasks:
+        catalogue = settings.tasks if settings.tasks is not None else discover_tasks(reader, args.model_kind)
+        _check_known("--task", args.tasks, set(catalogue), "task")
+        settings.tasks = {task: catalogue[task] for task in dict.fromkeys(args.tasks)}
+    return stores, settings, declared
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export_inspect import ExportError, Selection, export_inspect, harness_secrets
+
+    try:
+        stores, settings, declared = _export_selection(args)
+    except (UsageError, ReportError) as exc:
+        print(f"benchcell export inspect: error: {exc}", file=sys.stderr)
+        return 2
+    selection = Selection(
+        model_kind=settings.model_kind, arms=settings.arms, tasks=list(settings.tasks) if settings.tasks is not None else None,
+        definitions=settings.definitions, secrets=harness_secrets(declared),
+    )  # fmt: skip
+    try:
+        result = export_inspect(stores, args.directory, selection)
+    except (ExportError, StoreError, OSError) as exc:
+        print(f"benchcell export inspect: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines(args.directory)))
+    return 0
+
+
+def _bench_secrets(path: Path) -> list[str]:
+    """The names in the bench's `[bench] secrets` (already validated by _settings_from_config)."""
+    from .config import load_bench
+
+    return list(load_bench(path).secrets)
+
+
 def _check_known(option: str, given: Sequence[str], known: set[str], what: str) -> None:
     unknown = [name for name in given if name not in known]
     if unknown:
@@ -243,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if args.command == "merge":
         return _merge(args)
+    if args.command == "export":
+        return _export(args)
     if args.command == "transcripts":
         return _prune_transcripts(args)
     try:

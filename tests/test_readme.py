@@ -122,6 +122,7 @@ def known_options(scratch: Path) -> dict[str, set[str]]:
         "pytest": options_in(help_of(sys.executable, "-m", "pytest", "--help")),
         "benchcell": options_in(help_of(str(BIN / "benchcell"), "report", "--help")),
         "benchcell merge": options_in(help_of(str(BIN / "benchcell"), "merge", "--help")),
+        "benchcell export inspect": options_in(help_of(str(BIN / "benchcell"), "export", "inspect", "--help")),
         "benchcell transcripts prune": options_in(help_of(str(BIN / "benchcell"), "transcripts", "prune", "--help")),
     }
 
@@ -136,7 +137,8 @@ def check_command(argv: list[str], known: dict[str, set[str]], where: str) -> No
         unknown = {word.split("=", 1)[0] for word in argv[1:] if word.startswith("-")} - known["pytest"]
         assert not unknown, f"{where}: `{shlex.join(argv)}` uses options pytest --help does not list: {unknown}"
     elif name == "benchcell":
-        commands = {("report",): "benchcell", ("merge",): "benchcell merge", ("transcripts", "prune"): "benchcell transcripts prune"}
+        commands = {("report",): "benchcell", ("merge",): "benchcell merge", ("transcripts", "prune"): "benchcell transcripts prune",
+                    ("export", "inspect"): "benchcell export inspect"}  # fmt: skip
         command = next((words for words in commands if tuple(argv[1 : 1 + len(words)]) == words), None)
         assert command is not None, f"{where}: benchcell has these commands: {', '.join(' '.join(c) for c in commands)}"
         help_key = commands[command]
