@@ -141,6 +141,20 @@ class FingerprintGroup:
 
 
 @dataclass(frozen=True)
+class FailedTrial:
+    """A trial of a cell's reported group that did not pass, with what a maintainer needs to look at it."""
+
+    id: str
+    trial: int | None
+    started_at: str
+    verdict: str  # incorrect | confused | hung (scored) or invalid | error (never scored)
+    reason: str  # the sample's own (its latest rescore's when rescored), cut at REASON_CHARS
+    transcript: str | None  # the transcript's path relative to `store`; None: the sample has none (older plugin)
+    transcript_found: bool  # whether that file is there now
+    store: str  # the store folder that holds the sample (and its transcript)
+
+
+@dataclass(frozen=True)
 class CellSummary:
     arm: str
     task: str
@@ -163,6 +177,9 @@ class CellSummary:
     left_out_older: int
     groups: list[FingerprintGroup]
     models: dict[str, int]  # model -> samples of the used fingerprint
+    # Its trials that did not pass, newest FAILURES_PER_CELL of them in trial order; the rest are counted.
+    failures: list[FailedTrial] = field(default_factory=list)
+    failures_left_out: int = 0
 
 
 @dataclass(frozen=True)

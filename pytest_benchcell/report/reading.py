@@ -1,13 +1,15 @@
 """Reading the store for a report: one cell at a time, each sample reduced at once to a few numbers.
 
 Only this module knows the sample record's fields; it hands figures.py one CellSummary per
-(arm, task), built from the cell's newest fingerprint. Never holds a transcript.
+(arm, task), built from the cell's newest fingerprint. Never holds a transcript: of the trials that
+did not pass it keeps where they lie, and reads back in full only the few a report lists.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
+from pathlib import PurePosixPath
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,8 +26,18 @@ from ..sample import (
     TOKEN_COMPONENTS,
 )
 from ..sample import Definition
-from ..store import STALE_PREFIX, Cell, Problem, Store, StoreSet
-from .model import COVERED, MISSING, PARTIAL, CellFigure, CellSummary, FingerprintGroup, Rate, TaskInfo
+from ..store import STALE_PREFIX, Cell, Problem, SampleLine, Store, StoreSet, samples_at, store_root_of
+from .model import (
+    COVERED,
+    MISSING,
+    PARTIAL,
+    CellFigure,
+    CellSummary,
+    FailedTrial,
+    FingerprintGroup,
+    Rate,
+    TaskInfo,
+)
 
 _OUTCOME_NAMES = (OUTCOME_PASS, OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
 _NUMBERS = (int, float)  # matched with type(), not isinstance(): True is an int but never a count
@@ -35,11 +47,28 @@ _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 _SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS = range(10)
 _Row = tuple[Any, ...]
 Trial = tuple[str, bool, "float | None"]  # started_at, passed, cost-equivalent tokens (None: usage unknown)
+# A trial that did not pass, as read: started_at, trial number, sample id, verdict, where its lines lie.
+_Failure = tuple[str, int, str, str, tuple[SampleLine, ...]]
+
+# A report lists at most this many failed trials per cell (the newest) and counts the rest: each listed
+# one is read back from the store in full, and a long list helps nobody. Reasons are cut at REASON_CHARS.
+FAILURES_PER_CELL = 20
+REASON_CHARS = 500
 
 
 _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
                   "model", "tier", "bonus")  # fmt: skip
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
+
+
+def _failure(sample: Mapping[str, Any]) -> _Failure | None:
+    """Where a trial that did not pass lies, to read it back if the report lists it; None for a pass."""
+    status, outcome = sample["status"], sample["outcome"]
+    if status == STATUS_SCORED and outcome == OUTCOME_PASS:
+        return None
+    trial = sample["trial"]
+    verdict = str(outcome or status) if status == STATUS_SCORED else str(status)
+    return (sample["started_at"] or "", trial if type(trial) is int else 0, sample["id"], verdict, sample["lines"])
 
 
 def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
@@ -63,7 +92,9 @@ class _Group:
     medians need them), the samples themselves are not.
     """
 
-    def __init__(self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float]) -> None:
+    def __init__(
+        self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float], failures: Sequence[_Failure] = ()
+    ) -> None:
         columns = list(zip(*rows))
         seen = columns[_SEEN]
         statuses = Counter(columns[_STATUS])
@@ -97,6 +128,9 @@ class _Group:
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
+        newest_first = sorted(failures, key=lambda failure: failure[:3], reverse=True)
+        self.failures = sorted(newest_first[:FAILURES_PER_CELL], key=lambda failure: (failure[1], failure[0]))
+        self.failures_left_out = len(failures) - len(self.failures)
 
     def summary(self, used: bool) -> FingerprintGroup:
         return FingerprintGroup(
@@ -122,10 +156,56 @@ def read_cell(
     one trial sample with its current verdict.
     """
     by_fingerprint: dict[str, list[_Row]] = {}
+    failures: dict[str, list[_Failure]] = {}
     for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
         fingerprint, row = _reduce(sample)
         by_fingerprint.setdefault(fingerprint, []).append(row)
-    return {fingerprint: _Group(fingerprint, rows, weights) for fingerprint, rows in by_fingerprint.items()}
+        failure = _failure(sample)
+        if failure is not None:
+            failures.setdefault(fingerprint, []).append(failure)
+    return {
+        fingerprint: _Group(fingerprint, rows, weights, failures.get(fingerprint, ()))
+        for fingerprint, rows in by_fingerprint.items()
+    }
+
+
+def _failed_trials(failures: Sequence[_Failure]) -> list[FailedTrial]:
+    """The listed failures read back in full, for their reasons and transcripts (the only full reads
+    a report does)."""
+    if not failures:
+        return []
+    samples = samples_at((lines, sample_id) for _, _, sample_id, _, lines in failures)
+    roots = {lines[0][0]: store_root_of(lines[0]).absolute() for *_, lines in failures if lines}
+    out = []
+    for (started, trial, sample_id, verdict, lines), sample in zip(failures, samples):
+        root = roots[lines[0][0]] if lines else None
+        if sample is None:
+            reason = "(the sample could not be read back: the store changed while the report read it)"
+        else:
+            reason = str(sample.get("reason") or "")
+            if len(reason) > REASON_CHARS:
+                reason = f"{reason[:REASON_CHARS]}... ({len(reason) - REASON_CHARS:,} more characters in the store)"
+        transcript = _transcript_path(sample.get("transcript") if sample is not None else None)
+        found = transcript is not None and root is not None and (root / transcript).is_file()
+        out.append(
+            FailedTrial(
+                id=sample_id, trial=trial or None, started_at=started, verdict=verdict, reason=reason,
+                transcript=transcript, transcript_found=found, store=str(root) if root is not None else "",
+            )  # fmt: skip
+        )
+    return out
+
+
+def _transcript_path(ref: Any) -> str | None:
+    """The transcript's path relative to the store, as the sample names it (`transcript.path`); None
+    when the sample has none, or names one outside its store (a hostile or damaged line links nowhere)."""
+    path = ref.get("path") if isinstance(ref, Mapping) else None
+    if not isinstance(path, str) or not path or "\\" in path:
+        return None
+    parts = PurePosixPath(path).parts
+    if path.startswith("/") or ".." in parts or not parts:
+        return None
+    return PurePosixPath(*parts).as_posix()
 
 
 def _cell_figure(values: Sequence[float]) -> CellFigure:
@@ -184,6 +264,8 @@ def summarize_cell(
         left_out_older=sum(g.samples for g in groups.values()) - used.samples,
         groups=summaries,
         models=used.models,
+        failures=_failed_trials(used.failures),
+        failures_left_out=used.failures_left_out,
     )
 
 
