@@ -16,7 +16,19 @@ What it guarantees:
 - what the CLI offered as the conversation began (the init message: each MCP server's status and
   the tools), so a trial whose agent never saw its arm's tools is not charged to the arm;
 - an independent transcript of tool calls, rebuilt from the assistant messages' tool_use blocks and
-  the tool results that followed (the audit reads this, not the guard's own bookkeeping).
+  the tool results that followed (the audit reads this, not the guard's own bookkeeping);
+- with a `recorder`, the trial's full transcript (transcript.py's events), taken from the SDK's message
+  stream with partial messages on. Why the stream and not the CLI's own session record
+  (CLAUDE_CONFIG_DIR/projects/.../<session>.jsonl, which has the same messages and per-request
+  usage): the stream is the CLI's stdout as the harness reads it, so no command of the agent can edit
+  it (the session file lives in the trial's config folder, writable by the agent's commands where the
+  sandbox is off); it is the SDK's documented interface (the session file's format is the CLI's own,
+  undocumented and changing: measured 2.1.332 writes api-request blobs and attachments beside the
+  messages); and whatever arrived before a wall-clock interrupt or a Ctrl-C is already in the
+  recorder, with no file to flush. Partial messages are what make the stream complete: an assistant
+  message's usage is its request's usage at the start of the response, output 0 (measured with CLI
+  2.1.332), while the raw message_delta event carries the request's final usage, and the CLI's
+  `status: requesting` marks when each request began (a request the backstop cut off shows).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from typing import Any
 
 from .isolation.tool_offer import ToolOffer
 from .sample import sum_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
+from .transcript import Recorder
 
 GuardFunction = Callable[[str, Mapping[str, Any]], "tuple[bool, str]"]
 
@@ -52,6 +65,7 @@ class AgentRequest:
     guard: GuardFunction  # (tool name, tool input) -> (allowed, reason)
     cli_path: Path | None = None  # a launcher for the CLI (see hygiene.cli_wrapper); None: the bundled one
     startup_wait_s: float = 0.0  # how long the CLI may wait for MCP servers before the conversation
+    recorder: Recorder | None = None  # receives the transcript's events as they arrive (kept on any exit)
 
 
 @dataclass
@@ -154,11 +168,19 @@ async def _run(request: AgentRequest) -> AgentResult:
 
     result = AgentResult()
     stderr_lines: list[str] = []
+    transcriber = _Transcriber(request.recorder) if request.recorder is not None else None
+    if transcriber is not None:
+        transcriber.recorder.start()
+        transcriber.recorder.add("prompt", system_prompt=request.system_prompt, prompt=request.prompt)
 
     async def guard_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         tool_name = str(hook_input.get("tool_name", ""))
         tool_input = hook_input.get("tool_input") or {}
         allowed, reason = request.guard(tool_name, tool_input)
+        if transcriber is not None:
+            transcriber.recorder.add(
+                "guard", tool_use_id=tool_use_id or hook_input.get("tool_use_id"), name=tool_name, allowed=allowed, reason=reason
+            )
         result.attempts.append(
             {
                 "id": tool_use_id or hook_input.get("tool_use_id"),
@@ -193,6 +215,7 @@ async def _run(request: AgentRequest) -> AgentResult:
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[guard_hook])]},
         stderr=keep_stderr,
         cli_path=str(request.cli_path) if request.cli_path else None,
+        include_partial_messages=transcriber is not None,
     )
 
     started = time.monotonic()
@@ -204,14 +227,18 @@ async def _run(request: AgentRequest) -> AgentResult:
         await client.connect()
         await client.query(request.prompt)
         try:
-            await _collect_within_backstop(client, result, request, began)
+            await _collect_within_backstop(client, result, request, began, transcriber)
         except asyncio.TimeoutError:
             result.hung = True
-            await _interrupt(client, result)
+            if transcriber is not None:
+                transcriber.recorder.add("backstop", wall_clock_ms=int(request.wall_clock_s * 1000))
+            await _interrupt(client, result, transcriber)
     except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a recorded harness error
         if not _absorb_result_error(exc, result):
             result.error = f"{type(exc).__name__}: {exc}"
     finally:
+        if transcriber is not None:
+            transcriber.finish(result.error)
         try:
             await asyncio.wait_for(client.disconnect(), timeout=INTERRUPT_GRACE_S)
         except Exception:  # noqa: BLE001 - the CLI is gone either way; nothing left to save
@@ -224,11 +251,13 @@ async def _run(request: AgentRequest) -> AgentResult:
     return result
 
 
-async def _collect_within_backstop(client: Any, result: AgentResult, request: AgentRequest, began: dict[str, float]) -> None:
+async def _collect_within_backstop(
+    client: Any, result: AgentResult, request: AgentRequest, began: dict[str, float], transcriber: _Transcriber | None = None
+) -> None:
     """Collect the run; raise asyncio.TimeoutError at the backstop. The backstop starts at the init
     message: before it the CLI is connecting the arm's MCP servers, bounded by their wait on top."""
     started = asyncio.Event()
-    collecting = asyncio.ensure_future(_collect(client, result, started))
+    collecting = asyncio.ensure_future(_collect(client, result, started, transcriber))
     starting = asyncio.ensure_future(started.wait())
     try:
         await asyncio.wait(
@@ -244,9 +273,13 @@ async def _collect_within_backstop(client: Any, result: AgentResult, request: Ag
     await asyncio.wait_for(collecting, timeout=request.wall_clock_s)
 
 
-async def _collect(client: Any, result: AgentResult, started: asyncio.Event | None = None) -> None:
+async def _collect(
+    client: Any, result: AgentResult, started: asyncio.Event | None = None, transcriber: _Transcriber | None = None
+) -> None:
     try:
         async for message in client.receive_response():
+            if transcriber is not None:
+                transcriber.message(message)
             _absorb_message(message, result)
             if started is not None and result.offer is not None:
                 started.set()
@@ -255,11 +288,11 @@ async def _collect(client: Any, result: AgentResult, started: asyncio.Event | No
             raise
 
 
-async def _interrupt(client: Any, result: AgentResult) -> None:
+async def _interrupt(client: Any, result: AgentResult, transcriber: _Transcriber | None = None) -> None:
     """Stop the CLI at the backstop and keep whatever it reports about the partial run."""
     try:
         await client.interrupt()
-        await asyncio.wait_for(_collect(client, result), timeout=INTERRUPT_GRACE_S)
+        await asyncio.wait_for(_collect(client, result, transcriber=transcriber), timeout=INTERRUPT_GRACE_S)
     except Exception:  # noqa: BLE001 - a hung run is recorded as hung whatever the CLI says now
         pass
 
@@ -354,3 +387,146 @@ def _attach_tool_result(result: AgentResult, block: Any) -> None:
         if call["id"] == block.tool_use_id:
             call["result"] = {"is_error": bool(block.is_error), "content": str(content or "")}
             return
+
+
+class _Transcriber:
+    """Turns the SDK's messages into transcript events (transcript.py documents each kind)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.requests = 0
+        self.answered = 0  # the request the last response answered
+        self.response: dict[str, Any] | None = None  # the response being streamed
+
+    def message(self, message: Any) -> None:
+        from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, SystemMessage, UserMessage
+
+        add = self.recorder.add
+        if isinstance(message, StreamEvent):
+            self._stream_event(message.event if isinstance(message.event, dict) else {})
+        elif isinstance(message, SystemMessage):
+            data = message.data if isinstance(message.data, dict) else {}
+            if message.subtype == "init":
+                add(
+                    "init",
+                    session_id=data.get("session_id"),
+                    model=data.get("model"),
+                    cwd=data.get("cwd"),
+                    tools=[str(tool) for tool in data.get("tools") or []],
+                    mcp_servers=[
+                        {"name": server.get("name"), "status": server.get("status")}
+                        for server in data.get("mcp_servers") or []
+                        if isinstance(server, dict)
+                    ],
+                    permission_mode=data.get("permissionMode"),
+                )
+            elif message.subtype == "status" and data.get("status") == "requesting":
+                self.requests += 1
+                add("model_request", request=self.requests)
+            else:
+                add("system", subtype=message.subtype, data={k: v for k, v in data.items() if k not in ("type", "uuid", "session_id")})
+        elif isinstance(message, AssistantMessage):
+            if message.error is not None or message.model == "<synthetic>":
+                add("api_error", error=str(message.error), text=_text_of(message.content))
+                return
+            for block in message.content:
+                kind, fields = _block_event(block, message.message_id)
+                add(kind, **fields)
+        elif isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                add("user", content=message.content)
+                return
+            for block in message.content:
+                kind, fields = _block_event(block, None)
+                if kind == "tool_result":
+                    add(kind, **fields)
+                else:
+                    add("user", content=_text_of([block]))
+        elif isinstance(message, ResultMessage):
+            add(
+                "result",
+                subtype=message.subtype,
+                is_error=bool(message.is_error),
+                terminal_reason=getattr(message, "terminal_reason", None),
+                stop_reason=message.stop_reason,
+                result=message.result,
+                num_turns=message.num_turns,
+                duration_ms=message.duration_ms,
+                duration_api_ms=message.duration_api_ms,
+                total_cost_usd=message.total_cost_usd,
+                usage=tokens_from_snake(message.usage) if message.usage else None,
+                model_usage={name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()},
+                permission_denials=list(message.permission_denials or []),
+            )
+
+    def _stream_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            self._end_response(complete=False)  # a response that never ended before the next began
+            start = event.get("message") if isinstance(event.get("message"), dict) else {}
+            if self.requests == self.answered:  # a request the CLI did not announce
+                self.requests += 1
+                self.recorder.add("model_request", request=self.requests)
+            self.answered = self.requests
+            self.response = {
+                "request": self.requests,
+                "message_id": start.get("id"),
+                "model": start.get("model"),
+                "stop_reason": None,
+                "usage": tokens_from_snake(start.get("usage")),
+            }
+        elif kind == "message_delta" and self.response is not None:
+            delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+            self.response["stop_reason"] = delta.get("stop_reason") or self.response["stop_reason"]
+            # The final usage: output always; the input fields when the API repeats them.
+            reported = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            snake = {key: value for key, value in reported.items() if value is not None}
+            self.response["usage"].update(
+                {name: value for name, value in tokens_from_snake(snake).items() if _SNAKE[name] in snake}
+            )
+        elif kind == "message_stop":
+            self._end_response(complete=True)
+
+    def _end_response(self, *, complete: bool) -> None:
+        if self.response is not None:
+            self.recorder.add("model_response", **self.response, complete=complete)
+            self.response = None
+
+    def finish(self, error: str | None) -> None:
+        """The run is over: a response cut off mid-stream is kept with what it reported."""
+        self._end_response(complete=False)
+        if error:
+            self.recorder.add("error", error=error)
+
+
+_SNAKE = {"fresh_input": "input_tokens", "cache_write": "cache_creation_input_tokens",
+          "cache_read": "cache_read_input_tokens", "output": "output_tokens"}  # fmt: skip
+
+
+def _block_event(block: Any, message_id: str | None) -> tuple[str, dict[str, Any]]:
+    from claude_agent_sdk import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+    if isinstance(block, TextBlock):
+        return "text", {"message_id": message_id, "text": block.text}
+    if isinstance(block, ThinkingBlock):  # the signature is opaque to a reader: left out
+        return "thinking", {"message_id": message_id, "thinking": block.thinking}
+    if isinstance(block, ToolUseBlock):
+        return "tool_use", {"message_id": message_id, "id": block.id, "name": block.name, "input": dict(block.input)}
+    if isinstance(block, ToolResultBlock):
+        content = block.content if isinstance(block.content, str) else _text_of(block.content or [])
+        return "tool_result", {"tool_use_id": block.tool_use_id, "is_error": bool(block.is_error), "content": content}
+    fields = dict(block.__dict__) if hasattr(block, "__dict__") else {"value": str(block)}
+    return "block", {"message_id": message_id, "type": type(block).__name__, **fields}
+
+
+def _text_of(parts: Any) -> str:
+    """Text parts joined; any other part named in brackets ([image])."""
+    texts = []
+    for part in parts if isinstance(parts, list) else [parts]:
+        if isinstance(part, dict):
+            texts.append(str(part.get("text")) if part.get("type", "text") == "text" else f"[{part.get('type')}]")
+        elif hasattr(part, "text"):
+            texts.append(str(part.text))
+        else:
+            texts.append(f"[{type(part).__name__}]")
+    return "\n".join(texts)

@@ -1,5 +1,6 @@
 """The `benchcell` console script: `benchcell report` renders one or several stores without running
-pytest; `benchcell merge` appends to one store the samples of others it lacks.
+pytest; `benchcell merge` appends to one store the samples of others it lacks; `benchcell transcripts
+prune` removes trial transcripts a store no longer needs.
 
 Exit codes: 0 done; 1 the report or merge could not be produced (unreadable store, missing optional
 dependency, unwritable output file); 2 bad command-line values (argparse's own convention).
@@ -133,7 +134,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="also merge samples whose conditions DEST does not have (another bench, another model, other "
         "definitions of a cell); reports never pool them with the current conditions",
     )  # fmt: skip
+    _add_transcripts_parser(commands)
     return parser
+
+
+def _add_transcripts_parser(commands: argparse._SubParsersAction) -> None:
+    transcripts = commands.add_parser(
+        "transcripts",
+        help="manage the trial transcripts kept beside a store",
+        description="Each trial's transcript is kept beside the store (transcripts/...jsonl.gz), referenced from its "
+        "sample. Nothing counts or reports from them.",
+    )
+    actions = transcripts.add_subparsers(dest="action", required=True, metavar="ACTION")
+    prune = actions.add_parser(
+        "prune",
+        help="remove transcripts older than a date or of an older definition",
+        description="Remove the transcripts of the samples selected. The samples are never rewritten: each keeps its "
+        "reference, and readers show its transcript as pruned. Given --before and --older-definitions, a transcript "
+        "must meet both.",
+    )
+    prune.add_argument("--store", type=Path, required=True, metavar="DIR", help="the store folder")
+    prune.add_argument(
+        "--before", metavar="DATE",
+        help="transcripts of trials started before DATE (YYYY-MM-DD or an ISO time, UTC unless given)",
+    )  # fmt: skip
+    prune.add_argument(
+        "--older-definitions", action="store_true",
+        help="transcripts of samples whose conditions are not those of their cell's newest sample",
+    )  # fmt: skip
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
 
 
 # --- LEAD: bench.toml connection ----------------------------------------------------------------------
@@ -214,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if args.command == "merge":
         return _merge(args)
+    if args.command == "transcripts":
+        return _prune_transcripts(args)
     try:
         settings, store = _settings(args)
     except (UsageError, ReportError) as exc:
@@ -292,9 +323,52 @@ def _merge(args: argparse.Namespace) -> int:
         return 1
     print(
         f"merged into {args.into}: {result.appended} samples appended ({result.renumbered} renumbered), "
-        f"{result.already_there} already there, {result.definitions} definitions files copied"
+        f"{result.already_there} already there, {result.definitions} definitions files copied, "
+        f"{_transcripts_carried(result.transcripts)}"
     )
     for problem in result.problems:
+        print(f"    {problem}")
+    return 0
+
+
+def _transcripts_carried(counts: dict[str, int]) -> str:
+    from .transcript import DAMAGED, KEPT, PRUNED
+
+    missing = [f"{counts[status]} {status} in the source" for status in (PRUNED, DAMAGED) if counts.get(status)]
+    return f"{counts.get(KEPT, 0)} transcripts copied" + (f" ({', '.join(missing)}; DEST reads them as pruned)" if missing else "")
+
+
+def _prune_transcripts(args: argparse.Namespace) -> int:
+    from .transcript import parse_utc, prune
+
+    def refuse(message: str) -> int:
+        print(f"benchcell transcripts prune: error: {message}", file=sys.stderr)
+        return 2
+
+    if args.before is None and not args.older_definitions:
+        return refuse("say which transcripts to remove: --before DATE, --older-definitions, or both")
+    try:
+        before = parse_utc(args.before) if args.before is not None else None
+    except ValueError as exc:
+        return refuse(f"--before: {exc}")
+    if not args.store.is_dir() or not looks_like_store(args.store):
+        return refuse(f"--store {args.store} is not a sample store; {STORE_HINT}")
+    store = Store(args.store)
+    problems: list = []
+    try:
+        pruning = prune(
+            args.store, store.iter_samples(problems), before=before, older_definitions=args.older_definitions,
+            dry_run=args.dry_run,
+        )  # fmt: skip
+    except OSError as exc:
+        print(f"benchcell transcripts prune: {exc}", file=sys.stderr)
+        return 1
+    verb = "would be removed" if args.dry_run else "removed"
+    print(
+        f"{pruning.removed} transcripts {verb} ({pruning.bytes:,} bytes) from {args.store}, {pruning.kept} kept"
+        + (f", {pruning.already_gone} pruned before" if pruning.already_gone else "")
+    )
+    for problem in problems:
         print(f"    {problem}")
     return 0
 

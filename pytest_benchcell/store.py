@@ -37,6 +37,7 @@ from typing import Any
 import filelock
 import tomli_w
 
+from . import transcript
 from .names import NAME_RULE, name_problem
 from .sample import (
     CHECKER_OUTCOMES,
@@ -1020,6 +1021,7 @@ class MergeResult:
     renumbered: int = 0
     problems: list[Problem] = field(default_factory=list)
     definitions: int = 0  # definitions files copied
+    transcripts: dict[str, int] = field(default_factory=dict)  # merged samples' transcripts, by transcript status
 
 
 def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> MergeResult:
@@ -1028,6 +1030,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
     A merged trial gets the next free trial number of its cell in DEST (reserved like a sitting's,
     so later sittings continue past it); the sample keeps its id, and `merged_from` records the
     source store and its original trial number. Rescore records follow their sample's new number.
+    Each merged sample's transcript is copied to the same path in DEST (transcript.copy_transcript).
     Nothing in DEST is rewritten; the sources are only read."""
     result = MergeResult()
     dest.root.mkdir(parents=True, exist_ok=True)
@@ -1066,6 +1069,10 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                     except StoreError as exc:
                         result.problems.append(Problem(source.samples_path(cell), 0, f"not merged: {exc}"))
                         continue
+                    # Before its sample: DEST never holds a sample whose transcript was not yet there.
+                    carried = transcript.copy_transcript(merged, source.root, dest.root)
+                    if carried != transcript.NONE:
+                        result.transcripts[carried] = result.transcripts.get(carried, 0) + 1
                     line = _json_line(merged)
                     batch.append((merged, line))
                     result.appended += 1

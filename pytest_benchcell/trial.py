@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checker, isolation, leftovers
+from . import __version__, checker, isolation, leftovers, transcript
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .isolation.tool_audit import find_leaks
 from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_state, write_roots
@@ -159,6 +159,7 @@ def run_trial(
     environment: Environment | None = None
     escaping: BaseException | None = None
     task_unusable: str | None = None
+    recorder = transcript.Recorder()  # the trial's, so an interrupted agent run still leaves its events
     try:
         workdir, info = _trial_folders(spec)
         environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
@@ -167,7 +168,7 @@ def run_trial(
                 f"pytest_benchcell_provision returned {type(environment).__name__}; allowed: "
                 f"pytest_benchcell.Environment(values=..., data=..., secrets=...) or None"
             )
-        _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner)
+        _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner, recorder)
     except TaskUnusable as exc:
         task_unusable = str(exc)
         _mark(sample, STATUS_ERROR, None, task_unusable)
@@ -192,7 +193,10 @@ def run_trial(
             escaping = exc
             sample["reason"] = "; ".join(part for part in (sample["reason"], f"update_sample interrupted: {_interruption(exc)}") if part)
     secrets = secret_values(bench, bench.arms[spec.arm], environment)
-    recorded = _record(spec, redact(sample, secrets))
+    sample = redact(sample, secrets)
+    # Written before the sample is appended: a stored sample never points at a file never written.
+    sample["transcript"] = transcript.keep(spec.store.root, sample, recorder, secrets)
+    recorded = _record(spec, sample)
     if on_recorded is not None:
         on_recorded(recorded, task_unusable=task_unusable)
     if escaping is not None:
@@ -291,7 +295,7 @@ def _record(spec: TrialSpec, sample: dict[str, Any]) -> dict[str, Any]:
 # What an `error` sample keeps when the full sample could not be stored: identity, spend, provenance.
 _KEPT_ON_STORE_FAILURE = (
     "schema", "id", "sitting", "arm", "task", "tier", "bonus", "trial", "started_at", "ended_at", "model",
-    "model_kind", "usage", "turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "provenance",
+    "model_kind", "usage", "turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "provenance", "transcript",
 )  # fmt: skip
 
 
@@ -366,6 +370,7 @@ def _run_and_score(
     workdir: Path,
     sample: dict[str, Any],
     agent_runner: AgentRunner,
+    recorder: transcript.Recorder | None = None,
 ) -> None:
     bench, arm, task = spec.bench, spec.bench.arms[spec.arm], spec.bench.tasks[spec.task]
     values = {
@@ -429,6 +434,7 @@ def _run_and_score(
             guard=_in_band_guard(arm, values, roots),
             cli_path=confined.cli_path,
             startup_wait_s=mcp_wait(bench, arm).seconds,
+            recorder=recorder,
         )
         result = agent_runner(request)
         if scripted_model is not None:
