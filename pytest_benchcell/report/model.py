@@ -149,9 +149,17 @@ class FailedTrial:
     started_at: str
     verdict: str  # incorrect | confused | hung (scored) or invalid | error (never scored)
     reason: str  # the sample's own (its latest rescore's when rescored), cut at REASON_CHARS
-    transcript: str | None  # the transcript's path relative to `store`; None: the sample has none (older plugin)
-    transcript_found: bool  # whether that file is there now
+    transcript: str | None  # the transcript's path relative to `store`, as the sample names it; None: none named
+    transcript_status: str  # one of TRANSCRIPT_STATUSES
     store: str  # the store folder that holds the sample (and its transcript)
+
+
+# Where a failed trial's transcript stands (FailedTrial.transcript_status).
+TRANSCRIPT_KEPT = "kept"  # the file the sample names is there
+TRANSCRIPT_PRUNED = "pruned"  # the sample names a file that is gone (benchcell transcripts prune)
+TRANSCRIPT_NOT_WRITTEN = "not written"  # the trial ended before the agent started, or writing it failed
+TRANSCRIPT_OLDER = "older sample"  # recorded before transcripts were kept: its tool calls are in the store
+TRANSCRIPT_STATUSES = (TRANSCRIPT_KEPT, TRANSCRIPT_PRUNED, TRANSCRIPT_NOT_WRITTEN, TRANSCRIPT_OLDER)
 
 
 @dataclass(frozen=True)

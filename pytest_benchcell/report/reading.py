@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from pathlib import PurePosixPath
+from pathlib import Path
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import statistics as stats
+from .. import transcript as transcripts
 from ..sample import (
     OUTCOME_CONFUSED,
     OUTCOME_HUNG,
@@ -33,6 +34,10 @@ from .model import (
     PARTIAL,
     CellFigure,
     CellSummary,
+    TRANSCRIPT_KEPT,
+    TRANSCRIPT_NOT_WRITTEN,
+    TRANSCRIPT_OLDER,
+    TRANSCRIPT_PRUNED,
     FailedTrial,
     FingerprintGroup,
     Rate,
@@ -185,27 +190,25 @@ def _failed_trials(failures: Sequence[_Failure]) -> list[FailedTrial]:
             reason = str(sample.get("reason") or "")
             if len(reason) > REASON_CHARS:
                 reason = f"{reason[:REASON_CHARS]}... ({len(reason) - REASON_CHARS:,} more characters in the store)"
-        transcript = _transcript_path(sample.get("transcript") if sample is not None else None)
-        found = transcript is not None and root is not None and (root / transcript).is_file()
+        transcript, status = _transcript(sample, root)
         out.append(
             FailedTrial(
                 id=sample_id, trial=trial or None, started_at=started, verdict=verdict, reason=reason,
-                transcript=transcript, transcript_found=found, store=str(root) if root is not None else "",
+                transcript=transcript, transcript_status=status, store=str(root) if root is not None else "",
             )  # fmt: skip
         )
     return out
 
 
-def _transcript_path(ref: Any) -> str | None:
-    """The transcript's path relative to the store, as the sample names it (`transcript.path`); None
-    when the sample has none, or names one outside its store (a hostile or damaged line links nowhere)."""
-    path = ref.get("path") if isinstance(ref, Mapping) else None
-    if not isinstance(path, str) or not path or "\\" in path:
-        return None
-    parts = PurePosixPath(path).parts
-    if path.startswith("/") or ".." in parts or not parts:
-        return None
-    return PurePosixPath(*parts).as_posix()
+def _transcript(sample: Mapping[str, Any] | None, root: Path | None) -> tuple[str | None, str]:
+    """(the path the sample names for its transcript, relative to the store, or None; where it stands)."""
+    if sample is None or "transcript" not in sample:
+        return None, TRANSCRIPT_OLDER
+    ref = transcripts.reference(sample)  # only a path inside the store's transcripts folder
+    if ref is None:
+        return None, TRANSCRIPT_NOT_WRITTEN
+    path = str(ref["path"])
+    return path, TRANSCRIPT_KEPT if root is not None and Path(root, *path.split("/")).is_file() else TRANSCRIPT_PRUNED
 
 
 def _cell_figure(values: Sequence[float]) -> CellFigure:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...leftovers import printable
 from ..model import HeadlineRow, Report
-from .document import DASH, Block, Bullets, Heading, Table, Text, document
+from .document import DASH, Block, Bullets, Command, Heading, Table, Text, document
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1400px;
@@ -25,6 +25,8 @@ ul { padding-left: 1.3em; } li { margin: .2em 0; }
 .plots { display: flex; flex-wrap: wrap; gap: 1em; } .plot { flex: 1 1 480px; }
 .plot svg { width: 100%; height: auto; }
 .scroll { overflow-x: auto; }
+h3 { font-size: 1.05em; margin: 1.2em 0 .2em; }
+pre { background: #f5f5f7; padding: .4em .6em; overflow-x: auto; font-size: 12px; margin: .3em 0; }
 """
 
 
@@ -35,19 +37,26 @@ def _html_block(block: Block, plots: Sequence[str]) -> str:
         return f"<p>{html.escape(block.text)}</p>"
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Command):
+        return f"<pre><code>{html.escape(block.text)}</code></pre>"
     if isinstance(block, Table):
-        def cells(values: Sequence[str], tag: str) -> str:
+        def cells(values: Sequence[str], tag: str, row: int = -1) -> str:
             numeric = ' class="num"'
             return "".join(
-                f"<{tag}{'' if i < block.left else numeric}>{html.escape(v)}</{tag}>" for i, v in enumerate(values)
+                f"<{tag}{'' if i < block.left else numeric}>{_linked(v, block.links.get((row, i)))}</{tag}>"
+                for i, v in enumerate(values)
             )
 
-        body = "".join(f"<tr>{cells(row, 'td')}</tr>" for row in block.rows)
+        body = "".join(f"<tr>{cells(row, 'td', r)}</tr>" for r, row in enumerate(block.rows))
         head = f"<thead><tr>{cells(block.headers, 'th')}</tr></thead>"
         return f'<div class="scroll"><table>{head}<tbody>{body}</tbody></table></div>'
     if plots:
         return '<div class="plots">' + "".join(f'<div class="plot">{svg}</div>' for svg in plots) + "</div>"
     return ""
+
+
+def _linked(text: str, href: str | None) -> str:
+    return html.escape(text) if href is None else f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
 
 
 def render_html(report: Report) -> str:
