@@ -343,7 +343,7 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     assert pair.distinguishable and pair.scope == "these tasks"
     assert pair.verdict.startswith("distinguishable for these tasks: mcp is better (cli-skill is higher than mcp by 4,015 tokens")
     assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
-    assert "these tasks: e = 315 over 12 paired trials" in render_markdown(report)
+    assert "| cli-skill vs mcp | mcp better for these tasks | 4 | +4,015 (+68.6%) | e = 315 over 12 paired trials |" in render_markdown(report)
     validate(report)
 
 
@@ -526,7 +526,7 @@ def test_html_is_self_contained_with_plots(tmp_path: Path) -> None:
     store = balanced_store(tmp_path, arms={"a": 1.0, "b": 1.3}, tasks=4)
     page = render_html(build_report(store, ReportSettings()))
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("<svg") == 2
+    assert page.count("<svg") == 3  # the headline's two plots and the comparisons' forest plot
     assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, flags=re.IGNORECASE)
     assert "<script" not in page and "<link" not in page
     assert not re.search(r"""url\(\s*["']?\s*(?:https?:)?//""", page)  # only url(#clip-path) references

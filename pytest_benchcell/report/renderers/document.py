@@ -23,7 +23,9 @@ from ..model import (
     TRANSCRIPT_PRUNED,
     CellFigure,
     CellSummary,
+    Comparison,
     Figure,
+    PairComparison,
     Rate,
     Report,
     p_text,
@@ -48,6 +50,10 @@ class Table:
     left: int = 1  # how many leading columns are left-aligned (names); the rest are numbers
     # (row, column) -> where the cell's text links to, for the formats that have links (HTML, Markdown)
     links: dict[tuple[int, int], str] = field(default_factory=dict)
+    wrap: tuple[int, ...] = ()  # columns of prose: left-aligned, and the HTML report lets them wrap
+
+    def aligned_left(self, column: int) -> bool:
+        return column < self.left or column in self.wrap
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,12 @@ class Bullets:
 
 @dataclass(frozen=True)
 class Plots:
-    """Where the HTML report places its plots; the text formats skip it."""
+    """Where the HTML report places its plots (HEADLINE_PLOTS or COMPARISON_PLOT); the text formats skip it."""
+
+    kind: str = "headline"
+
+
+HEADLINE_PLOTS, COMPARISON_PLOT = "headline", "comparisons"
 
 
 Block = Heading | Text | Table | Bullets | Command | Plots
@@ -164,7 +175,7 @@ def _printable(block: Block) -> Block:
     if isinstance(block, Table):
         return Table(
             [printable(h) for h in block.headers], [[printable(c) for c in row] for row in block.rows], block.left,
-            block.links,
+            block.links, block.wrap,
         )  # fmt: skip
     if isinstance(block, Command):
         return Command(printable(block.text))
@@ -224,7 +235,7 @@ def _headline_blocks(report: Report) -> list[Block]:
     blocks: list[Block] = [Heading("Headline"), Text(note[0].upper() + note[1:] + ".")]
     if report.headline.tasks:
         blocks.append(Text(f"Tasks used: {', '.join(report.headline.tasks)}."))
-    blocks += [Table(headers, rows), Plots()]
+    blocks += [Table(headers, rows), Plots(HEADLINE_PLOTS)]
     return blocks
 
 
@@ -249,31 +260,46 @@ def _comparison_blocks(report: Report) -> list[Block]:
             "where both arms meet the floor."
         ),
     ]
+    return blocks + [Plots(COMPARISON_PLOT), _comparison_table(report)]
+
+
+def claim_text(comparison: Comparison, pair: PairComparison) -> str:
+    """The claim in a few words: who is better and for which scope, or that none is claimed."""
+    if pair.estimate is None:
+        return "not compared"
+    if pair.scope is None:
+        return "not distinguishable"
+    a_better = (pair.estimate < 0) == (comparison.better == "lower")
+    return f"{pair.arm_a if a_better else pair.arm_b} better for {pair.scope}"
+
+
+def _comparison_table(report: Report) -> Table:
+    """One row per metric and pair: the figures behind each claim, then the verdict in words."""
+    rows = []
     for comparison in report.comparisons:
-        items = []
+        label = f"{comparison.unit[0].upper()}{comparison.unit[1:]} ({comparison.better} is better)"
         for pair in comparison.pairs:
-            head = f"{pair.arm_a} vs {pair.arm_b} ({plural(pair.n_tasks, 'shared task')})"
-            if pair.estimate is None:
-                items.append(f"{head}: {pair.verdict}.")
-                continue
-            figures = f"{pair.arm_a} \u2212 {pair.arm_b} = {_signed(comparison.metric, pair.estimate)}"
-            if pair.relative is not None and comparison.metric != "success":
-                figures += f" ({100 * pair.relative:+.1f}%)"
             within = pair.within_tasks
-            figures += f"; these tasks: e = {_e_text(within.e_max)} over {plural(within.pairs, 'paired trial')}"
-            if pair.low is not None and pair.high is not None:
-                figures += (
-                    f"; tasks like these: [{_signed(comparison.metric, pair.low)} to "
-                    f"{_signed(comparison.metric, pair.high)}]"
-                )
-            if pair.p_value is not None:
-                figures += f", p {p_text(pair.p_value)}"
-                if comparison.holm_adjusted and pair.p_adjusted is not None:
-                    figures += f" (Holm {p_text(pair.p_adjusted)})"
-            items.append(f"{head}: {figures}: {pair.verdict}.")
-        unit = comparison.unit[0].upper() + comparison.unit[1:]
-        blocks += [Text(f"{unit} ({comparison.better} is better):"), Bullets(items)]
-    return blocks
+            difference = these = like_these = DASH
+            if pair.estimate is not None:
+                difference = _signed(comparison.metric, pair.estimate)
+                if pair.relative is not None and comparison.metric != "success":
+                    difference += f" ({100 * pair.relative:+.1f}%)"
+                these = f"e = {_e_text(within.e_max)} over {plural(within.pairs, 'paired trial')}"
+                parts = []
+                if pair.low is not None and pair.high is not None:
+                    parts.append(f"[{_signed(comparison.metric, pair.low)} to {_signed(comparison.metric, pair.high)}]")
+                if pair.p_value is not None:
+                    holm = f" (Holm {p_text(pair.p_adjusted)})" if comparison.holm_adjusted and pair.p_adjusted is not None else ""
+                    parts.append(f"p {p_text(pair.p_value)}{holm}")
+                like_these = " ".join(parts) or DASH
+            rows.append(
+                [label, f"{pair.arm_a} vs {pair.arm_b}", claim_text(comparison, pair), str(pair.n_tasks), difference,
+                 these, like_these, pair.verdict]
+            )  # fmt: skip
+            label = ""
+    headers = ["metric", "pair", "claim", "tasks", "a \u2212 b", "these tasks", "tasks like these", "verdict"]
+    return Table(headers, rows, left=3, wrap=(0, 6, 7))
 
 
 def _e_text(value: float) -> str:
@@ -545,7 +571,7 @@ def _failure_blocks(report: Report, *, detail: bool) -> list[Block]:
                     links[(i, 3)] = transcript_uri(failure.store, failure.transcript)
             trial = DASH if failure.trial is None else f"#{failure.trial}"
             rows.append([trial, failure.verdict, failure.reason or DASH, where])
-        blocks.append(Table(["trial", "verdict", "reason", "transcript"], rows, left=4, links=links))
+        blocks.append(Table(["trial", "verdict", "reason", "transcript"], rows, left=4, links=links, wrap=(2,)))
         if cell.failures_left_out:
             blocks.append(
                 Text(f"Listed: the newest {len(cell.failures)}; {cell.failures_left_out} older ones are in the viewer.")

@@ -17,7 +17,7 @@ def _md_link(text: str, href: str | None) -> str:
 
 
 def _md_table(table: Table) -> list[str]:
-    rule = ["---" if i < table.left else "---:" for i in range(len(table.headers))]
+    rule = ["---" if table.aligned_left(i) else "---:" for i in range(len(table.headers))]
     return [
         "| " + " | ".join(_md_cell(h) for h in table.headers) + " |",
         "| " + " | ".join(rule) + " |",

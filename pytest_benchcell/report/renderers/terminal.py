@@ -13,7 +13,7 @@ def _aligned(table: Table, gap: str = "  ") -> list[str]:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
 
     def line(cells: Sequence[str]) -> str:
-        parts = [c.ljust(w) if i < table.left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        parts = [c.ljust(w) if table.aligned_left(i) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return gap.join(parts).rstrip()
 
     return [line(table.headers), gap.join("-" * w for w in widths), *(line(row) for row in table.rows)]
