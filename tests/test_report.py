@@ -502,6 +502,8 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
     assert cells[("a", "t2")]["imputed_cost_usd"] == {"mean": None, "median": None, "n": 0}  # cost_usd null
     assert cells[("a", "t1")]["imputed_cost_usd"]["n"] == 3
     assert cells[("b", "t2")]["invalid"] == 1 and cells[("b", "t2")]["coverage"] == "missing"
+    (failure,) = cells[("b", "t2")]["failures"]  # named even where no figure counts it
+    assert (failure["trial"], failure["verdict"], failure["transcript_status"]) == (1, "invalid", "older sample")
 
 
 def test_markdown_tables_are_well_formed(tmp_path: Path) -> None:
