@@ -15,6 +15,7 @@ from test_report import validate
 
 from pytest_benchcell.report import ReportSettings, build_report, render_html, render_json, render_markdown
 from pytest_benchcell.report import render_terminal
+from pytest_benchcell.report.reading import FAILURES_PER_CELL
 from pytest_benchcell.store import Store, StoreSet
 
 pytest.importorskip("matplotlib")
@@ -128,14 +129,15 @@ def test_a_rescored_verdict_lists_the_rescore_s_reason(tmp_path: Path) -> None:
 
 
 def test_a_long_list_keeps_the_newest_and_counts_the_rest(tmp_path: Path) -> None:
-    outcomes = ["incorrect"] * 23 + ["pass"] * 2
-    store = write_samples(tmp_path, cell_samples("cli", "t", 25, outcomes=outcomes))
+    assert FAILURES_PER_CELL == 10
+    outcomes = ["incorrect"] * 13 + ["pass"] * 2
+    store = write_samples(tmp_path, cell_samples("cli", "t", 15, outcomes=outcomes))
     report = build_report(store, ReportSettings())
     (cell,) = report.cells
-    assert [f.trial for f in cell.failures] == list(range(4, 24)) and cell.failures_left_out == 3
+    assert [f.trial for f in cell.failures] == list(range(4, 14)) and cell.failures_left_out == 3
     section = failure_section(render_html(report))
-    assert "Listed: the newest 20; 3 older ones are in the viewer." in section
-    assert "23 of 25 trials" in section and "#3<" not in section
+    assert "Listed: the newest 10; 3 older ones are in the viewer." in section
+    assert "13 of 15 trials" in section and "#3<" not in section
 
 
 def test_only_the_reported_samples_are_listed_and_hostile_text_stays_text(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ _Failure = tuple[str, int, str, str, tuple[SampleLine, ...]]
 
 # A report lists at most this many failed trials per cell (the newest) and counts the rest: each listed
 # one is read back from the store in full, and a long list helps nobody. Reasons are cut at REASON_CHARS.
-FAILURES_PER_CELL = 20
+FAILURES_PER_CELL = 10
 REASON_CHARS = 500
 
 
@@ -66,11 +66,9 @@ _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "tur
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
 
 
-def _failure(sample: Mapping[str, Any]) -> _Failure | None:
-    """Where a trial that did not pass lies, to read it back if the report lists it; None for a pass."""
+def _failure(sample: Mapping[str, Any]) -> _Failure:
+    """Where a trial that did not pass lies, to read it back if the report lists it."""
     status, outcome = sample["status"], sample["outcome"]
-    if status == STATUS_SCORED and outcome == OUTCOME_PASS:
-        return None
     trial = sample["trial"]
     verdict = str(outcome or status) if status == STATUS_SCORED else str(status)
     return (sample["started_at"] or "", trial if type(trial) is int else 0, sample["id"], verdict, sample["lines"])
@@ -165,9 +163,8 @@ def read_cell(
     for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
         fingerprint, row = _reduce(sample)
         by_fingerprint.setdefault(fingerprint, []).append(row)
-        failure = _failure(sample)
-        if failure is not None:
-            failures.setdefault(fingerprint, []).append(failure)
+        if row[_OUTCOME] != OUTCOME_PASS or row[_STATUS] != STATUS_SCORED:
+            failures.setdefault(fingerprint, []).append(_failure(sample))
     return {
         fingerprint: _Group(fingerprint, rows, weights, failures.get(fingerprint, ()))
         for fingerprint, rows in by_fingerprint.items()
@@ -180,7 +177,8 @@ def _failed_trials(failures: Sequence[_Failure]) -> list[FailedTrial]:
     if not failures:
         return []
     samples = samples_at((lines, sample_id) for _, _, sample_id, _, lines in failures)
-    roots = {lines[0][0]: store_root_of(lines[0]).absolute() for *_, lines in failures if lines}
+    files = {lines[0][0]: lines[0] for *_, lines in failures if lines}  # usually one: the cell's samples file
+    roots = {path: store_root_of(line).absolute() for path, line in files.items()}
     out = []
     for (started, trial, sample_id, verdict, lines), sample in zip(failures, samples):
         root = roots[lines[0][0]] if lines else None
