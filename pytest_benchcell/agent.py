@@ -403,7 +403,7 @@ class _Transcriber:
 
         add = self.recorder.add
         if isinstance(message, StreamEvent):
-            self._stream_event(message.event if isinstance(message.event, dict) else {})
+            self._stream_event(message.event if isinstance(message.event, dict) else {}, message.parent_tool_use_id)
         elif isinstance(message, SystemMessage):
             data = message.data if isinstance(message.data, dict) else {}
             if message.subtype == "init":
@@ -431,7 +431,7 @@ class _Transcriber:
                 return
             for block in message.content:
                 kind, fields = _block_event(block, message.message_id)
-                add(kind, **fields)
+                add(kind, **fields, **_subagent(message))
         elif isinstance(message, UserMessage):
             if isinstance(message.content, str):
                 add("user", content=message.content)
@@ -439,9 +439,9 @@ class _Transcriber:
             for block in message.content:
                 kind, fields = _block_event(block, None)
                 if kind == "tool_result":
-                    add(kind, **fields)
+                    add(kind, **fields, **_subagent(message))
                 else:
-                    add("user", content=_text_of([block]))
+                    add("user", content=_text_of([block]), **_subagent(message))
         elif isinstance(message, ResultMessage):
             add(
                 "result",
@@ -459,7 +459,7 @@ class _Transcriber:
                 permission_denials=list(message.permission_denials or []),
             )
 
-    def _stream_event(self, event: dict[str, Any]) -> None:
+    def _stream_event(self, event: dict[str, Any], parent_tool_use_id: str | None = None) -> None:
         kind = event.get("type")
         if kind == "message_start":
             self._end_response(complete=False)  # a response that never ended before the next began
@@ -474,6 +474,7 @@ class _Transcriber:
                 "model": start.get("model"),
                 "stop_reason": None,
                 "usage": tokens_from_snake(start.get("usage")),
+                **({"parent_tool_use_id": parent_tool_use_id} if parent_tool_use_id else {}),
             }
         elif kind == "message_delta" and self.response is not None:
             delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
@@ -501,6 +502,12 @@ class _Transcriber:
 
 _SNAKE = {"fresh_input": "input_tokens", "cache_write": "cache_creation_input_tokens",
           "cache_read": "cache_read_input_tokens", "output": "output_tokens"}  # fmt: skip
+
+
+def _subagent(message: Any) -> dict[str, Any]:
+    """A subagent's messages (the Task tool) name the tool call that started it."""
+    parent = getattr(message, "parent_tool_use_id", None)
+    return {"parent_tool_use_id": parent} if parent else {}
 
 
 def _block_event(block: Any, message_id: str | None) -> tuple[str, dict[str, Any]]:

@@ -6,6 +6,7 @@ Layout (see docs/architecture.md)::
     <root>/<model_kind>/<arm>/<task>.trials  one JSON line per trial-number reservation
     <root>/definitions/<fingerprint>.toml    resolved arm + task definitions, once per fingerprint
     <root>/.lock                             the store-wide filelock
+    <root>/transcripts/...                   each trial's transcript (transcript.py): never read here
 
 Guarantees:
 - Nothing is ever rewritten or deleted. The only write operations are appends and the creation of a
@@ -612,6 +613,11 @@ class Store:
         """Note whether the store folder exists now: if it does and later vanishes (deleted, an
         unmounted disk), writes fail with a clear error instead of silently starting a new store."""
         self._root_seen = self._root_seen or self.root.is_dir()
+
+    def vanished(self) -> bool:
+        """Whether the store folder was seen and is gone now (deleted, an unmounted disk): nothing
+        may then recreate it (see _locked)."""
+        return self._root_seen and not self.root.is_dir()
 
     # -- paths -------------------------------------------------------------------------------
     def samples_path(self, cell: Cell) -> Path:

@@ -71,6 +71,9 @@ harness saw them. Strings are redacted exactly like the sample (secrets.redact w
     The last line: the trial as recorded: ``status``, ``outcome``, ``reason`` (a later rescore is
     in the store, not here).
 
+Events of a subagent (Claude Code's Task tool) carry ``parent_tool_use_id``, the call that started it
+(``text``, ``thinking``, ``tool_use``, ``tool_result``, ``user``, ``model_response``).
+
 Kinds may be added (readers skip kinds they do not know); a change of meaning bumps ``format``.
 
 Pure: no pytest, no SDK (agent.py turns the SDK's messages into these events).
@@ -158,11 +161,13 @@ def encode(lines: list[Mapping[str, Any]]) -> tuple[bytes, int]:
     return buffer.getvalue(), len(raw)
 
 
-def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Mapping[str, Any]]) -> dict[str, Any]:
+def write_transcript(
+    store_root: Path, sample: Mapping[str, Any], lines: list[Mapping[str, Any]], *, store_vanished: bool = False
+) -> dict[str, Any]:
     """Write the transcript (header first) of a sample that is about to be appended; return the
     reference the sample keeps. Raises OSError when it cannot be written (the caller records that).
-    The store folder must exist: a store that vanished is never recreated from here."""
-    if not store_root.is_dir():
+    A store folder that vanished mid-sitting (Store.vanished) is never recreated from here."""
+    if store_vanished:
         raise FileNotFoundError(f"the store folder {store_root} is gone")
     relative = relative_path(str(sample["model_kind"]), str(sample["arm"]), str(sample["task"]), str(sample["id"]))
     payload, raw_bytes = encode(lines)
@@ -176,7 +181,9 @@ def write_transcript(store_root: Path, sample: Mapping[str, Any], lines: list[Ma
     }
 
 
-def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str]) -> dict[str, Any] | None:
+def keep(
+    store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secrets: list[str], *, store_vanished: bool = False
+) -> dict[str, Any] | None:
     """Write the trial's transcript, redacted like its sample and ending with the trial's verdict, and
     return the sample's `transcript` field: None when the agent never started (nothing was seen),
     {"error": ...} when the file could not be written (the sample is stored all the same)."""
@@ -186,7 +193,7 @@ def keep(store_root: Path, sample: Mapping[str, Any], recorder: Recorder, secret
     lines = [header(sample, recorder.started_at or str(sample.get("started_at"))), *recorder.events, ended]
     lines = redact({"lines": lines}, secrets)["lines"]
     try:
-        return write_transcript(store_root, sample, lines)
+        return write_transcript(store_root, sample, lines, store_vanished=store_vanished)
     except OSError as exc:
         return {"error": f"the transcript could not be written: {exc}"}
 
@@ -229,35 +236,30 @@ def transcript_path(store_root: Path, sample: Mapping[str, Any]) -> Path | None:
 
 def transcript_status(store_root: Path, sample: Mapping[str, Any]) -> str:
     """NONE, KEPT, PRUNED or DAMAGED (see the module's docstring)."""
-    path = transcript_path(store_root, sample)
-    if path is None:
-        return NONE
-    try:
-        payload = path.read_bytes()
-    except FileNotFoundError:
-        return PRUNED
-    except OSError:
-        return DAMAGED
-    expected = reference(sample) or {}
-    if expected.get("sha256") and hashlib.sha256(payload).hexdigest() != expected["sha256"]:
-        return DAMAGED
-    return KEPT if _decode(payload) is not None else DAMAGED
+    return _load(store_root, sample)[0]
 
 
 def read_transcript(store_root: Path, sample: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """The sample's transcript as a list of dicts, header first; None when it has none, when its file
     was pruned, or when the file does not match its reference (see transcript_status for which)."""
+    return _load(store_root, sample)[1]
+
+
+def _load(store_root: Path, sample: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:
     path = transcript_path(store_root, sample)
     if path is None:
-        return None
+        return NONE, None
     try:
         payload = path.read_bytes()
+    except FileNotFoundError:
+        return PRUNED, None
     except OSError:
-        return None
+        return DAMAGED, None
     expected = (reference(sample) or {}).get("sha256")
     if expected and hashlib.sha256(payload).hexdigest() != expected:
-        return None
-    return _decode(payload)
+        return DAMAGED, None
+    lines = _decode(payload)
+    return (KEPT, lines) if lines is not None else (DAMAGED, None)
 
 
 def _decode(payload: bytes) -> list[dict[str, Any]] | None:

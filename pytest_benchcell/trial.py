@@ -195,7 +195,7 @@ def run_trial(
     secrets = secret_values(bench, bench.arms[spec.arm], environment)
     sample = redact(sample, secrets)
     # Written before the sample is appended: a stored sample never points at a file never written.
-    sample["transcript"] = transcript.keep(spec.store.root, sample, recorder, secrets)
+    sample["transcript"] = transcript.keep(spec.store.root, sample, recorder, secrets, store_vanished=spec.store.vanished())
     recorded = _record(spec, sample)
     if on_recorded is not None:
         on_recorded(recorded, task_unusable=task_unusable)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +101,15 @@ def one_trial(pytester: pytest.Pytester, arm: str, task: str) -> tuple[pytest.Ru
     path = pytester.path / "results" / "scripted" / arm / f"{task}.jsonl"
     (sample,) = [json.loads(line) for line in path.read_text().splitlines()]
     return result, sample
+
+
+def file_bytes(path: Path) -> bytes:
+    """A file's content as a reader would see it: transcripts (.gz) decompressed, since a secret
+    inside a compressed file is invisible to a search of its raw bytes."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else data
+
+
+def stored_text(folder: Path) -> str:
+    """Every file under a folder (a store), transcripts decompressed: everywhere a secret could be."""
+    return "".join(file_bytes(p).decode(errors="replace") for p in sorted(folder.rglob("*")) if p.is_file())

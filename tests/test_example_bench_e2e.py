@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from benches import file_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -155,7 +156,8 @@ def test_the_per_trial_token_never_reaches_the_store_or_a_report(swept):
     assert len(verbose) == 3 and all("Authorization: Bearer [redacted]" in c["output"] for c in verbose)
     written = [p for p in swept.rglob("*") if p.is_file() and ("results" in p.parts or p.name.startswith("report."))]
     assert any(p.suffix == ".jsonl" for p in written) and any(p.suffix == ".toml" for p in written)
-    text = "\n".join(p.read_text(errors="replace") for p in written)
+    assert any(p.name.endswith(".jsonl.gz") for p in written)  # transcripts, searched decompressed
+    text = "\n".join(file_bytes(p).decode(errors="replace") for p in written)
     tokens = {secret for trial in trials for secret in trial["secrets"]}
     assert len(tokens) == 2 * len(trials)  # per trial: fresh user and admin tokens
     assert [token for token in tokens if token in text] == []

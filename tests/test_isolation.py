@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from benches import one_trial
+from benches import one_trial, stored_text
 
 pytestmark = pytest.mark.e2e
 
@@ -156,7 +156,7 @@ def test_the_agent_sees_a_curated_path_and_no_harness_variables(bench: pytest.Py
 
 def test_secrets_never_reach_the_store(bench: pytest.Pytester) -> None:
     _, sample = run(bench, "shell")
-    store_text = "".join(p.read_text() for p in (bench.path / "results").rglob("*") if p.is_file())
+    store_text = stored_text(bench.path / "results")
     assert SECRET not in store_text
     assert "token=[redacted]" in sample["tool_calls"][-1]["output"]
     assert sample["final_answer"] == "done; my token was [redacted]"
@@ -165,7 +165,7 @@ def test_secrets_never_reach_the_store(bench: pytest.Pytester) -> None:
 
 def test_declared_short_secrets_key_named_variables_and_spaced_out_secrets_are_redacted(bench: pytest.Pytester) -> None:
     _, sample = run(bench, "keys")
-    store_text = "".join(p.read_text() for p in (bench.path / "results").rglob("*") if p.is_file())
+    store_text = stored_text(bench.path / "results")
     assert SERVICE_KEY not in store_text and SHORT_SECRET not in store_text
     assert "key=[redacted]" in sample["tool_calls"][0]["output"]
     assert sample["final_answer"] == "short=[redacted] spaced=[redacted] dashed=[redacted]"

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from benches import file_bytes
 
 from pytest_benchcell.isolation.exec_audit import find_tracer
 
@@ -135,7 +136,7 @@ def test_what_the_agent_leaves_costs_no_sample_reveals_nothing_and_is_removed(py
     assert ANSWER_KEY not in output
     copies = [
         path for path in pytester.path.rglob("*")
-        if path.is_file() and not path.is_symlink() and path != paths["bench"] and ANSWER_KEY.encode() in path.read_bytes()
+        if path.is_file() and not path.is_symlink() and path != paths["bench"] and ANSWER_KEY.encode() in file_bytes(path)
     ]  # fmt: skip
     assert copies == []
     # no escape byte reaches the terminal: the reason is shown with visible escapes

@@ -122,6 +122,7 @@ def known_options(scratch: Path) -> dict[str, set[str]]:
         "pytest": options_in(help_of(sys.executable, "-m", "pytest", "--help")),
         "benchcell": options_in(help_of(str(BIN / "benchcell"), "report", "--help")),
         "benchcell merge": options_in(help_of(str(BIN / "benchcell"), "merge", "--help")),
+        "benchcell transcripts prune": options_in(help_of(str(BIN / "benchcell"), "transcripts", "prune", "--help")),
     }
 
 
@@ -135,9 +136,11 @@ def check_command(argv: list[str], known: dict[str, set[str]], where: str) -> No
         unknown = {word.split("=", 1)[0] for word in argv[1:] if word.startswith("-")} - known["pytest"]
         assert not unknown, f"{where}: `{shlex.join(argv)}` uses options pytest --help does not list: {unknown}"
     elif name == "benchcell":
-        assert argv[1:2] in (["report"], ["merge"]), f"{where}: benchcell has two commands, report and merge"
-        help_key = "benchcell" if argv[1] == "report" else "benchcell merge"
-        unknown = {word.split("=", 1)[0] for word in argv[2:] if word.startswith("-")} - known[help_key]
+        commands = {("report",): "benchcell", ("merge",): "benchcell merge", ("transcripts", "prune"): "benchcell transcripts prune"}
+        command = next((words for words in commands if tuple(argv[1 : 1 + len(words)]) == words), None)
+        assert command is not None, f"{where}: benchcell has these commands: {', '.join(' '.join(c) for c in commands)}"
+        help_key = commands[command]
+        unknown = {word.split("=", 1)[0] for word in argv[1 + len(command) :] if word.startswith("-")} - known[help_key]
         assert not unknown, f"{where}: `{shlex.join(argv)}` uses options benchcell {argv[1]} --help does not list: {unknown}"
     elif name in ("pip", "pip3") and "install" in argv:
         extras = {

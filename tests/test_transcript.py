@@ -84,10 +84,18 @@ def test_a_reference_outside_the_transcripts_folder_is_never_followed(tmp_path: 
 
 
 def test_a_vanished_store_is_not_recreated_for_a_transcript(tmp_path: Path) -> None:
+    from pytest_benchcell.store import Store
+
+    store = Store(tmp_path / "store")
+    assert not store.vanished()  # never seen: a first trial may create it
+    store.root.mkdir()
+    store.expect_root()
+    store.root.rmdir()
+    assert store.vanished()
     sample = a_sample()
     with pytest.raises(FileNotFoundError, match="gone"):
-        transcript.write_transcript(tmp_path / "gone", sample, some_lines(sample))
-    assert not (tmp_path / "gone").exists()
+        transcript.write_transcript(store.root, sample, some_lines(sample), store_vanished=store.vanished())
+    assert not store.root.exists()
 
 
 def test_copy_carries_a_kept_transcript_and_reports_a_pruned_one(tmp_path: Path) -> None:
@@ -175,3 +183,22 @@ def test_the_prune_command_refuses_bad_input_with_one_message(tmp_path: Path, ca
     assert "is not a sample store" in capsys.readouterr().err
     assert main(["transcripts", "prune", "--store", str(store), "--older-definitions", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("0 transcripts would be removed (0 bytes)")
+
+
+def test_the_stores_readers_never_look_into_the_transcripts_folder(tmp_path: Path) -> None:
+    from sample_factory import cell_samples, write_samples
+
+    from pytest_benchcell.report import ReportSettings, build_report, render_json
+    from pytest_benchcell.store import looks_like_store
+
+    store = write_samples(tmp_path / "store", cell_samples("cli", "close-bug", 3) + cell_samples("mcp", "close-bug", 3))
+    before = (store.cells(), render_json(build_report(store, ReportSettings())))
+    # transcripts shaped like cells (a kind, an arm, .jsonl files) and a damaged one
+    for name in ("real/cli/close-bug.jsonl", "real/cli/close-bug/x.jsonl.gz", "scripted/ghost/task.jsonl"):
+        (store.root / "transcripts" / name).parent.mkdir(parents=True, exist_ok=True)
+        (store.root / "transcripts" / name).write_text('{"schema": 2, "id": "ghost", "arm": "ghost"}\n')
+    assert (store.cells(), render_json(build_report(store, ReportSettings()))) == before
+    assert looks_like_store(store.root)
+    only_transcripts = tmp_path / "elsewhere"
+    (only_transcripts / "transcripts").mkdir(parents=True)
+    assert not looks_like_store(only_transcripts)  # a folder of transcripts alone is no store

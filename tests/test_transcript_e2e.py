@@ -44,11 +44,21 @@ required_facts = ["never"]
 tier = "multi-step"
 intent = "Keep listing files."
 required_facts = ["never"]
+
+[tasks.api-down]
+tier = "read"
+intent = "Say hello."
+required_facts = ["hello"]
+
+[arms.loose]
+tools = ["Bash"]
+binaries = ["touch"]
+guard_exempt = ["cp"]
 """
 
 CONFTEST = f"""
 from pytest_benchcell import Environment
-from pytest_benchcell.scripted import Answer, Delay, Repeat, ToolUse
+from pytest_benchcell.scripted import Answer, ApiError, Delay, Repeat, ToolUse
 
 SCRIPTS = {{
     "make-file": [
@@ -59,6 +69,7 @@ SCRIPTS = {{
     ],
     "stall": [ToolUse("Bash", {{"command": "echo started"}}), Delay(60, Answer("too late"))],
     "loop-forever": [Repeat(ToolUse("Bash", {{"command": "ls"}}))],
+    "api-down": [ApiError(500, "internal"), ApiError(500, "internal"), ApiError(500, "internal")],
 }}
 
 def pytest_benchcell_provision(trial):
@@ -72,6 +83,8 @@ def pytest_benchcell_check_state(trial, environment, snapshot):
     return [] if snapshot == expected else [f"files: expected {{expected}}, got {{snapshot}}"]
 
 def pytest_benchcell_script(trial, environment):
+    if trial.arm == "loose":
+        return [ToolUse("Bash", {{"command": "touch made.txt && cp made.txt copy.txt"}}), Answer("done")]
     return SCRIPTS[trial.task]
 """
 
@@ -81,8 +94,8 @@ def stored(root: Path, arm: str, task: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def sitting(pytester: pytest.Pytester, task: str, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--bench-arm", "shell", "--bench-task", task, "--bench-scripted", *args)
+def sitting(pytester: pytest.Pytester, task: str, *args: str, arm: str = "shell") -> pytest.RunResult:
+    return pytester.runpytest("--bench-arm", arm, "--bench-task", task, "--bench-scripted", *args)
 
 
 @pytest.fixture
@@ -203,3 +216,42 @@ def test_pruning_keeps_samples_and_reports_and_merge_carries_transcripts(bench: 
     assert benchcell(["merge", str(root), "--into", str(again)]) == 0
     assert "0 transcripts copied (2 pruned in the source; DEST reads them as pruned)" in capsys.readouterr().out
     assert all(transcript_status(again, s) == PRUNED for s in stored(again, "shell", "make-file"))
+
+
+def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the_example_bench(tmp_path: Path) -> None:
+    """README, Benchmarks: the row of benchmarks/transcript_size.py. One task in every arm, measured
+    the way the script measures, lands between half the stated median and the stated maximum."""
+    import importlib.util
+    import re
+
+    repo = Path(__file__).resolve().parent.parent
+    row = next(line for line in (repo / "README.md").read_text().splitlines() if "benchmarks/transcript_size.py" in line)
+    figures = re.search(r"median ([\d,]+) bytes per trial compressed \(([\d,]+) bytes of JSON inside, ([\d.]+)x\), max ([\d,]+)", row)
+    assert figures, f"README's transcript_size row no longer states its figures: {row}"
+    median, _, ratio, largest = (float(value.replace(",", "")) for value in figures.groups())
+    spec = importlib.util.spec_from_file_location("transcript_size", repo / "benchmarks" / "transcript_size.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.sitting(tmp_path / "store", "all", "count-open", 1, 1)
+    rows = script.measure(tmp_path / "store")
+    assert sorted(str(row["arm"]) for row in rows) == ["cli-skill", "mcp", "native", "raw-api"]
+    assert all(median / 2 <= int(row["bytes"]) <= largest for row in rows), rows
+    assert all(int(row["raw"]) / int(row["bytes"]) >= ratio * 0.6 for row in rows), rows
+
+
+def test_an_invalid_trial_and_an_errored_one_keep_their_transcripts(bench: pytest.Pytester) -> None:
+    root = bench.path / "results"
+    sitting(bench, "make-file", arm="loose")
+    (invalid,) = stored(root, "loose", "make-file")
+    lines = read_transcript(root, invalid)
+    assert invalid["status"] == "invalid" and lines is not None
+    assert [e["input"]["command"] for e in events_of(lines, "tool_use")] == ["touch made.txt && cp made.txt copy.txt"]
+    assert (lines[-1]["status"], lines[-1]["reason"]) == ("invalid", invalid["reason"])
+    sitting(bench, "api-down")
+    (errored,) = stored(root, "shell", "api-down")
+    lines = read_transcript(root, errored)
+    assert errored["status"] == "error" and lines is not None
+    assert list(events_of(lines, "model_request")) and not list(events_of(lines, "model_response"))
+    assert "500" in " ".join(str(e) for e in events_of(lines, "api_error", "result", "error"))
+    assert lines[-1]["status"] == "error"
