@@ -387,7 +387,8 @@ def _outcome_blocks(report: Report) -> list[Block]:
         Heading("Outcomes"),
         Text(
             "Counts over every scored task of the catalogue. Invalid trials (a tool outside the arm ran) and harness "
-            "errors are never scored; they are counted here so that no attempt disappears."
+            "errors are never scored; they are counted here so that no attempt disappears, and each trial that did not "
+            "pass is named under Trials that did not pass."
         ),
         Table(["arm", "samples", "scored", "pass", "incorrect", "confused", "hung", "invalid", "error"], rows),
     ]
