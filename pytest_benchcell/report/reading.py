@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from pathlib import Path
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import statistics as stats
@@ -32,12 +32,12 @@ from .model import (
     COVERED,
     MISSING,
     PARTIAL,
-    CellFigure,
-    CellSummary,
     TRANSCRIPT_KEPT,
     TRANSCRIPT_NOT_WRITTEN,
     TRANSCRIPT_OLDER,
     TRANSCRIPT_PRUNED,
+    CellFigure,
+    CellSummary,
     FailedTrial,
     FingerprintGroup,
     Rate,

@@ -68,14 +68,14 @@ class Bullets:
     items: list[str]
 
 
+HEADLINE_PLOTS, COMPARISON_PLOT = "headline", "comparisons"
+
+
 @dataclass(frozen=True)
 class Plots:
     """Where the HTML report places its plots (HEADLINE_PLOTS or COMPARISON_PLOT); the text formats skip it."""
 
-    kind: str = "headline"
-
-
-HEADLINE_PLOTS, COMPARISON_PLOT = "headline", "comparisons"
+    kind: str = HEADLINE_PLOTS
 
 
 Block = Heading | Text | Table | Bullets | Command | Plots
@@ -500,7 +500,6 @@ def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
     else:
         blocks.append(Text("No cell has samples of more than one fingerprint."))
     return blocks
-
 
 
 # -- the trials that did not pass ---------------------------------------------------------------------

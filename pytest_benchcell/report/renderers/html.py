@@ -56,7 +56,10 @@ def _html_block(block: Block, plots: Mapping[str, Sequence[str]]) -> str:
         return f"<pre><code>{html.escape(block.text)}</code></pre>"
     if isinstance(block, Table):
         def cells(values: Sequence[str], tag: str, row: int = -1) -> str:
-            kinds = {i: ' class="wrap"' if i in block.wrap else "" if i < block.left else ' class="num"' for i in range(len(values))}
+            kinds = {
+                i: ' class="wrap"' if i in block.wrap else "" if i < block.left else ' class="num"'
+                for i in range(len(values))
+            }
             return "".join(
                 f"<{tag}{kinds[i]}>{_linked(v, block.links.get((row, i)))}</{tag}>" for i, v in enumerate(values)
             )
@@ -237,7 +240,7 @@ def _forest_panel(axes: Any, comparison: Comparison) -> None:
         if pair.estimate is None:
             continue
         y = rows - 1 - index  # the first pair on top, in the order of the table below
-        label, colour, marker, filled = _CLAIM_STYLES.get(pair.scope, _CLAIM_STYLES[None])
+        _, colour, marker, filled = _CLAIM_STYLES.get(pair.scope, _CLAIM_STYLES[None])
         x = scale * pair.estimate
         extent.append(x)
         if pair.low is not None and pair.high is not None:
@@ -267,7 +270,7 @@ def _forest_panel(axes: Any, comparison: Comparison) -> None:
     side = "left" if comparison.better == "lower" else "right"
     axes.set_xlabel(f"a \u2212 b, {unit} ({side} of 0: a is better)", fontsize=9)
     axes.set_title(f"{comparison.unit[0].upper()}{comparison.unit[1:]} ({comparison.better} is better)", fontsize=10)
-    if comparison.metric != "success":
+    if span >= 10 and comparison.metric != "success":  # token counts, not ratios or rates
         axes.xaxis.set_major_formatter(matplotlib_thousands())
     axes.grid(axis="x", alpha=0.3)
 
