@@ -49,6 +49,7 @@ from .sample import (
     TOKEN_COMPONENTS,
     Definition,
     conditions_of,
+    effective_samples,
     scoring_of,
 )
 
@@ -873,10 +874,65 @@ def read_summaries(
     if cells is None:
         cells = sorted({cell for store in stores for cell in store.cells()})
     for cell in cells:
-        rows = _rows_across(stores, cell, problems)
+        seen: dict[str, tuple[Path, int]] = {}
+        rows = _rows_across(stores, cell, problems, seen)
         definition = (definitions or {}).get((cell.arm, cell.task))
+        rescores = {fields[_F_RESCORE_OF]: fields for fields in rows if fields[_F_STATUS] == STATUS_RESCORE}
         for fields in _effective(rows):
-            yield summary_of(fields, cell, _pool_key(fields, definition))
+            summary = summary_of(fields, cell, _pool_key(fields, definition))
+            summary["lines"] = _lines_of(fields, seen, rescores)
+            yield summary
+
+
+# Where a summary's sample lies: its samples file and byte range, then (when rescored) its latest
+# rescore record's; read back with samples_at, for the few samples a report shows in full.
+SampleLine = tuple[Path, str, str]
+
+
+def _lines_of(
+    fields: Sequence[str], seen: Mapping[str, tuple[Path, int]], rescores: Mapping[str, Sequence[str]]
+) -> tuple[SampleLine, ...]:
+    first = seen.get(fields[_F_ID])
+    if first is None:
+        return ()  # a sample without an id cannot be found again
+    lines = ((first[0], fields[_F_START], fields[_F_END]),)
+    rescore = rescores.get(fields[_F_ID]) if rescores else None
+    if rescore is not None and rescore[_F_ID] in seen:
+        lines += ((seen[rescore[_F_ID]][0], rescore[_F_START], rescore[_F_END]),)
+    return lines
+
+
+def samples_at(wanted: Iterable[tuple[Sequence[SampleLine], str]]) -> list[dict[str, Any] | None]:
+    """The full samples some summaries describe ((their `lines`, their id) each), read by byte range
+    with the latest rescore applied; None for one whose bytes are no longer that sample (the store
+    was edited since). Each samples file is opened once."""
+    found: list[dict[str, Any] | None] = []
+    with contextlib.ExitStack() as stack:
+        handles: dict[Path, Any] = {}
+
+        def line_at(path: Path, start: str, end: str) -> Any:
+            if path not in handles:
+                handles[path] = stack.enter_context(path.open("rb"))
+            handle = handles[path]
+            handle.seek(int(start))
+            return json.loads(handle.read(int(end) - int(start)))
+
+        for lines, sample_id in wanted:
+            try:
+                parsed = [line_at(*line) for line in lines]
+            except (OSError, ValueError):
+                parsed = []
+            matches = (
+                bool(parsed) and all(isinstance(value, dict) for value in parsed) and parsed[0].get("id") == sample_id
+                and all(value.get("rescore_of") == sample_id for value in parsed[1:])
+            )  # fmt: skip
+            found.append(effective_samples(parsed)[0] if matches else None)
+    return found
+
+
+def store_root_of(line: SampleLine) -> Path:
+    """The store folder a sample line lies in (<root>/<model_kind>/<arm>/<task>.jsonl)."""
+    return line[0].parents[2]
 
 
 class StoreSet:
@@ -910,10 +966,12 @@ class StoreSet:
         return count_rows(_rows_across(self.stores, cell, problems), definition, problems)
 
 
-def _rows_across(stores: Sequence[Store], cell: Cell, problems: list[Problem]) -> list[list[str]]:
+def _rows_across(
+    stores: Sequence[Store], cell: Cell, problems: list[Problem], seen: dict[str, tuple[Path, int]] | None = None
+) -> list[list[str]]:
     """One cell's rows over several stores read as one: a sample id counts once (later copies, in
-    the same store or another, are `duplicate` problems)."""
-    seen: dict[str, tuple[Path, int]] = {}
+    the same store or another, are `duplicate` problems). `seen` gets each id's samples file."""
+    seen = {} if seen is None else seen
     return [row for store in stores for row in store.cell_rows(cell, problems, seen)]
 
 

@@ -4,8 +4,10 @@ service (port, process, tokens) so the test can check what was left behind and w
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -173,6 +175,25 @@ def test_the_html_report_renders_in_chromium_with_its_plots(swept, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     plots = dom.stdout.split('<div class="plot">')[1:]
     assert len(plots) == 2 and all("<svg" in plot and "<path" in plot for plot in plots)  # scatter and tier bars
+    # The comparisons' forest plot: one point per metric and pair (4 arms: 6 pairs), drawn by its claim.
+    forest = dom.stdout.split('<figure class="forest" id="forest-plot">')[1].split("</figure>")[0]
+    claims = {"tasks like these": "tasks-like-these", "these tasks": "these-tasks", None: "none"}
+    comparisons = json.loads((swept / "report.json").read_text())["comparisons"]
+    expected = [f'id="forest-{c["metric"]}-{i}-{claims[p["scope"]]}"' for c in comparisons for i, p in enumerate(c["pairs"])]
+    assert len(expected) == 2 * 6 and re.findall(r'id="forest-[^"]+"', forest) == expected
+    # The trials that did not pass: each named with its reason, its transcript linked, the viewer's command.
+    failed = [s for s in stored(swept) if s["outcome"] != "pass"]
+    section = dom.stdout.split("<h2>Trials that did not pass</h2>")[1].split("<h2>")[0]
+    assert f"<h3>mcp \u00d7 close-duplicate: {len(failed)} of 3 trials</h3>" in section
+    rows = {cells[0]: cells for cells in (
+        [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.DOTALL)]
+        for row in re.findall(r"<tr>(.*?)</tr>", section, flags=re.DOTALL)) if cells}  # fmt: skip
+    store = swept / "results"
+    for sample in failed:
+        transcript = sample["transcript"]["path"]
+        assert rows[f"#{sample['trial']}"] == [f"#{sample['trial']}", "incorrect", sample["reason"], transcript]
+        assert f'href="{(store / transcript).as_uri()}"' in section and (store / transcript).is_file()
+    assert f"benchcell export inspect inspect-logs --store {store} --model-kind scripted --arm mcp --task close-duplicate" in html.unescape(section)
     shot = tmp_path / "report.png"
     result = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, "--window-size=1280,1100", f"--screenshot={shot}", page],
                             capture_output=True, text=True, timeout=120)  # fmt: skip

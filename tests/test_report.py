@@ -343,7 +343,8 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     assert pair.distinguishable and pair.scope == "these tasks"
     assert pair.verdict.startswith("distinguishable for these tasks: mcp is better (cli-skill is higher than mcp by 4,015 tokens")
     assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
-    assert "these tasks: e = 315 over 12 paired trials" in render_markdown(report)
+    (row,) = [line for line in render_markdown(report).splitlines() if "| cli-skill vs mcp | mcp better for these tasks |" in line]
+    assert "| 4 | +4,015 (+68.6%) | e = " in row and " over 12 paired trials |" in row  # the table row of this claim
     validate(report)
 
 
@@ -502,6 +503,8 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
     assert cells[("a", "t2")]["imputed_cost_usd"] == {"mean": None, "median": None, "n": 0}  # cost_usd null
     assert cells[("a", "t1")]["imputed_cost_usd"]["n"] == 3
     assert cells[("b", "t2")]["invalid"] == 1 and cells[("b", "t2")]["coverage"] == "missing"
+    (failure,) = cells[("b", "t2")]["failures"]  # named even where no figure counts it
+    assert (failure["trial"], failure["verdict"], failure["transcript_status"]) == (1, "invalid", "older sample")
 
 
 def test_markdown_tables_are_well_formed(tmp_path: Path) -> None:
@@ -526,7 +529,7 @@ def test_html_is_self_contained_with_plots(tmp_path: Path) -> None:
     store = balanced_store(tmp_path, arms={"a": 1.0, "b": 1.3}, tasks=4)
     page = render_html(build_report(store, ReportSettings()))
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("<svg") == 2
+    assert page.count("<svg") == 3  # the headline's two plots and the comparisons' forest plot
     assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, flags=re.IGNORECASE)
     assert "<script" not in page and "<link" not in page
     assert not re.search(r"""url\(\s*["']?\s*(?:https?:)?//""", page)  # only url(#clip-path) references

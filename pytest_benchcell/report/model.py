@@ -141,6 +141,28 @@ class FingerprintGroup:
 
 
 @dataclass(frozen=True)
+class FailedTrial:
+    """A trial of a cell's reported group that did not pass, with what a maintainer needs to look at it."""
+
+    id: str
+    trial: int | None
+    started_at: str
+    verdict: str  # incorrect | confused | hung (scored) or invalid | error (never scored)
+    reason: str  # the sample's own (its latest rescore's when rescored), cut at REASON_CHARS
+    transcript: str | None  # the transcript's path relative to `store`, as the sample names it; None: none named
+    transcript_status: str  # one of TRANSCRIPT_STATUSES
+    store: str  # the store folder that holds the sample (and its transcript)
+
+
+# Where a failed trial's transcript stands (FailedTrial.transcript_status).
+TRANSCRIPT_KEPT = "kept"  # the file the sample names is there
+TRANSCRIPT_PRUNED = "pruned"  # the sample names a file that is gone (benchcell transcripts prune)
+TRANSCRIPT_NOT_WRITTEN = "not written"  # the trial ended before the agent started, or writing it failed
+TRANSCRIPT_OLDER = "older sample"  # recorded before transcripts were kept: its tool calls are in the store
+TRANSCRIPT_STATUSES = (TRANSCRIPT_KEPT, TRANSCRIPT_PRUNED, TRANSCRIPT_NOT_WRITTEN, TRANSCRIPT_OLDER)
+
+
+@dataclass(frozen=True)
 class CellSummary:
     arm: str
     task: str
@@ -163,6 +185,9 @@ class CellSummary:
     left_out_older: int
     groups: list[FingerprintGroup]
     models: dict[str, int]  # model -> samples of the used fingerprint
+    # Its trials that did not pass, newest FAILURES_PER_CELL of them in trial order; the rest are counted.
+    failures: list[FailedTrial] = field(default_factory=list)
+    failures_left_out: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Reading the store for a report: one cell at a time, each sample reduced at once to a few numbers.
 
 Only this module knows the sample record's fields; it hands figures.py one CellSummary per
-(arm, task), built from the cell's newest fingerprint. Never holds a transcript.
+(arm, task), built from the cell's newest fingerprint. Never holds a transcript: of the trials that
+did not pass it keeps where they lie, and reads back in full only the few a report lists.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import dataclasses
 import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import statistics as stats
+from .. import transcript as transcripts
 from ..sample import (
     OUTCOME_CONFUSED,
     OUTCOME_HUNG,
@@ -24,8 +27,22 @@ from ..sample import (
     TOKEN_COMPONENTS,
 )
 from ..sample import Definition
-from ..store import STALE_PREFIX, Cell, Problem, Store, StoreSet
-from .model import COVERED, MISSING, PARTIAL, CellFigure, CellSummary, FingerprintGroup, Rate, TaskInfo
+from ..store import STALE_PREFIX, Cell, Problem, SampleLine, Store, StoreSet, samples_at, store_root_of
+from .model import (
+    COVERED,
+    MISSING,
+    PARTIAL,
+    TRANSCRIPT_KEPT,
+    TRANSCRIPT_NOT_WRITTEN,
+    TRANSCRIPT_OLDER,
+    TRANSCRIPT_PRUNED,
+    CellFigure,
+    CellSummary,
+    FailedTrial,
+    FingerprintGroup,
+    Rate,
+    TaskInfo,
+)
 
 _OUTCOME_NAMES = (OUTCOME_PASS, OUTCOME_INCORRECT, OUTCOME_CONFUSED, OUTCOME_HUNG)
 _NUMBERS = (int, float)  # matched with type(), not isinstance(): True is an int but never a count
@@ -35,11 +52,26 @@ _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 _SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS = range(10)
 _Row = tuple[Any, ...]
 Trial = tuple[str, bool, "float | None"]  # started_at, passed, cost-equivalent tokens (None: usage unknown)
+# A trial that did not pass, as read: started_at, trial number, sample id, verdict, where its lines lie.
+_Failure = tuple[str, int, str, str, tuple[SampleLine, ...]]
+
+# A report lists at most this many failed trials per cell (the newest) and counts the rest: each listed
+# one is read back from the store in full, and a long list helps nobody. Reasons are cut at REASON_CHARS.
+FAILURES_PER_CELL = 10
+REASON_CHARS = 500
 
 
 _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
                   "model", "tier", "bonus")  # fmt: skip
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
+
+
+def _failure(sample: Mapping[str, Any]) -> _Failure:
+    """Where a trial that did not pass lies, to read it back if the report lists it."""
+    status, outcome = sample["status"], sample["outcome"]
+    trial = sample["trial"]
+    verdict = str(outcome or status) if status == STATUS_SCORED else str(status)
+    return (sample["started_at"] or "", trial if type(trial) is int else 0, sample["id"], verdict, sample["lines"])
 
 
 def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
@@ -63,7 +95,9 @@ class _Group:
     medians need them), the samples themselves are not.
     """
 
-    def __init__(self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float]) -> None:
+    def __init__(
+        self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float], failures: Sequence[_Failure] = ()
+    ) -> None:
         columns = list(zip(*rows))
         seen = columns[_SEEN]
         statuses = Counter(columns[_STATUS])
@@ -97,6 +131,9 @@ class _Group:
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
+        newest_first = sorted(failures, key=lambda failure: failure[:3], reverse=True)
+        self.failures = sorted(newest_first[:FAILURES_PER_CELL], key=lambda failure: (failure[1], failure[0]))
+        self.failures_left_out = len(failures) - len(self.failures)
 
     def summary(self, used: bool) -> FingerprintGroup:
         return FingerprintGroup(
@@ -122,10 +159,54 @@ def read_cell(
     one trial sample with its current verdict.
     """
     by_fingerprint: dict[str, list[_Row]] = {}
+    failures: dict[str, list[_Failure]] = {}
     for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
         fingerprint, row = _reduce(sample)
         by_fingerprint.setdefault(fingerprint, []).append(row)
-    return {fingerprint: _Group(fingerprint, rows, weights) for fingerprint, rows in by_fingerprint.items()}
+        if row[_OUTCOME] != OUTCOME_PASS or row[_STATUS] != STATUS_SCORED:
+            failures.setdefault(fingerprint, []).append(_failure(sample))
+    return {
+        fingerprint: _Group(fingerprint, rows, weights, failures.get(fingerprint, ()))
+        for fingerprint, rows in by_fingerprint.items()
+    }
+
+
+def _failed_trials(failures: Sequence[_Failure]) -> list[FailedTrial]:
+    """The listed failures read back in full, for their reasons and transcripts (the only full reads
+    a report does)."""
+    if not failures:
+        return []
+    samples = samples_at((lines, sample_id) for _, _, sample_id, _, lines in failures)
+    files = {lines[0][0]: lines[0] for *_, lines in failures if lines}  # usually one: the cell's samples file
+    roots = {path: store_root_of(line).absolute() for path, line in files.items()}
+    out = []
+    for (started, trial, sample_id, verdict, lines), sample in zip(failures, samples):
+        root = roots[lines[0][0]] if lines else None
+        if sample is None:
+            reason = "(the sample could not be read back: the store changed while the report read it)"
+        else:
+            reason = str(sample.get("reason") or "")
+            if len(reason) > REASON_CHARS:
+                reason = f"{reason[:REASON_CHARS]}... ({len(reason) - REASON_CHARS:,} more characters in the store)"
+        transcript, status = _transcript(sample, root)
+        out.append(
+            FailedTrial(
+                id=sample_id, trial=trial or None, started_at=started, verdict=verdict, reason=reason,
+                transcript=transcript, transcript_status=status, store=str(root) if root is not None else "",
+            )  # fmt: skip
+        )
+    return out
+
+
+def _transcript(sample: Mapping[str, Any] | None, root: Path | None) -> tuple[str | None, str]:
+    """(the path the sample names for its transcript, relative to the store, or None; where it stands)."""
+    if sample is None or "transcript" not in sample:
+        return None, TRANSCRIPT_OLDER
+    ref = transcripts.reference(sample)  # only a path inside the store's transcripts folder
+    if ref is None:
+        return None, TRANSCRIPT_NOT_WRITTEN
+    path = str(ref["path"])
+    return path, TRANSCRIPT_KEPT if root is not None and Path(root, *path.split("/")).is_file() else TRANSCRIPT_PRUNED
 
 
 def _cell_figure(values: Sequence[float]) -> CellFigure:
@@ -184,6 +265,8 @@ def summarize_cell(
         left_out_older=sum(g.samples for g in groups.values()) - used.samples,
         groups=summaries,
         models=used.models,
+        failures=_failed_trials(used.failures),
+        failures_left_out=used.failures_left_out,
     )
 
 

@@ -5,8 +5,10 @@ what is said and how each figure is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from ...leftovers import printable
 from ...sample import TOKEN_COMPONENTS
@@ -16,9 +18,14 @@ from ..model import (
     COMPONENT_LABELS,
     COVERED,
     PARTIAL,
+    TRANSCRIPT_KEPT,
+    TRANSCRIPT_NOT_WRITTEN,
+    TRANSCRIPT_PRUNED,
     CellFigure,
     CellSummary,
+    Comparison,
     Figure,
+    PairComparison,
     Rate,
     Report,
     p_text,
@@ -41,6 +48,19 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     left: int = 1  # how many leading columns are left-aligned (names); the rest are numbers
+    # (row, column) -> where the cell's text links to, for the formats that have links (HTML, Markdown)
+    links: dict[tuple[int, int], str] = field(default_factory=dict)
+    wrap: tuple[int, ...] = ()  # columns of prose: left-aligned, and the HTML report lets them wrap
+
+    def aligned_left(self, column: int) -> bool:
+        return column < self.left or column in self.wrap
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line for the reader to run, shown as code."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -48,12 +68,17 @@ class Bullets:
     items: list[str]
 
 
+HEADLINE_PLOTS, COMPARISON_PLOT = "headline", "comparisons"
+
+
 @dataclass(frozen=True)
 class Plots:
-    """Where the HTML report places its plots; the text formats skip it."""
+    """Where the HTML report places its plots (HEADLINE_PLOTS or COMPARISON_PLOT); the text formats skip it."""
+
+    kind: str = HEADLINE_PLOTS
 
 
-Block = Heading | Text | Table | Bullets | Plots
+Block = Heading | Text | Table | Bullets | Command | Plots
 DASH = "\u2014"  # an absent figure: never shown as 0
 
 
@@ -125,6 +150,7 @@ def document(report: Report, *, detail: bool) -> list[Block]:
             Text("Per-cell figures (Wilson intervals, medians) are in the Markdown, JSON and HTML reports."),
         ]
     blocks += _bonus_blocks(report)
+    blocks += _failure_blocks(report, detail=detail)
     blocks += _provenance_blocks(report, detail=detail)
     if report.store.problems:
         blocks += [
@@ -147,7 +173,12 @@ def _printable(block: Block) -> Block:
     if isinstance(block, Bullets):
         return Bullets([printable(item) for item in block.items])
     if isinstance(block, Table):
-        return Table([printable(h) for h in block.headers], [[printable(c) for c in row] for row in block.rows], block.left)
+        return Table(
+            [printable(h) for h in block.headers], [[printable(c) for c in row] for row in block.rows], block.left,
+            block.links, block.wrap,
+        )  # fmt: skip
+    if isinstance(block, Command):
+        return Command(printable(block.text))
     return block
 
 
@@ -204,7 +235,7 @@ def _headline_blocks(report: Report) -> list[Block]:
     blocks: list[Block] = [Heading("Headline"), Text(note[0].upper() + note[1:] + ".")]
     if report.headline.tasks:
         blocks.append(Text(f"Tasks used: {', '.join(report.headline.tasks)}."))
-    blocks += [Table(headers, rows), Plots()]
+    blocks += [Table(headers, rows), Plots(HEADLINE_PLOTS)]
     return blocks
 
 
@@ -229,31 +260,46 @@ def _comparison_blocks(report: Report) -> list[Block]:
             "where both arms meet the floor."
         ),
     ]
+    return blocks + [Plots(COMPARISON_PLOT), _comparison_table(report)]
+
+
+def claim_text(comparison: Comparison, pair: PairComparison) -> str:
+    """The claim in a few words: who is better and for which scope, or that none is claimed."""
+    if pair.estimate is None:
+        return "not compared"
+    if pair.scope is None:
+        return "not distinguishable"
+    a_better = (pair.estimate < 0) == (comparison.better == "lower")
+    return f"{pair.arm_a if a_better else pair.arm_b} better for {pair.scope}"
+
+
+def _comparison_table(report: Report) -> Table:
+    """One row per metric and pair: the figures behind each claim, then the verdict in words."""
+    rows = []
     for comparison in report.comparisons:
-        items = []
+        label = f"{comparison.unit[0].upper()}{comparison.unit[1:]} ({comparison.better} is better)"
         for pair in comparison.pairs:
-            head = f"{pair.arm_a} vs {pair.arm_b} ({plural(pair.n_tasks, 'shared task')})"
-            if pair.estimate is None:
-                items.append(f"{head}: {pair.verdict}.")
-                continue
-            figures = f"{pair.arm_a} \u2212 {pair.arm_b} = {_signed(comparison.metric, pair.estimate)}"
-            if pair.relative is not None and comparison.metric != "success":
-                figures += f" ({100 * pair.relative:+.1f}%)"
             within = pair.within_tasks
-            figures += f"; these tasks: e = {_e_text(within.e_max)} over {plural(within.pairs, 'paired trial')}"
-            if pair.low is not None and pair.high is not None:
-                figures += (
-                    f"; tasks like these: [{_signed(comparison.metric, pair.low)} to "
-                    f"{_signed(comparison.metric, pair.high)}]"
-                )
-            if pair.p_value is not None:
-                figures += f", p {p_text(pair.p_value)}"
-                if comparison.holm_adjusted and pair.p_adjusted is not None:
-                    figures += f" (Holm {p_text(pair.p_adjusted)})"
-            items.append(f"{head}: {figures}: {pair.verdict}.")
-        unit = comparison.unit[0].upper() + comparison.unit[1:]
-        blocks += [Text(f"{unit} ({comparison.better} is better):"), Bullets(items)]
-    return blocks
+            difference = these = like_these = DASH
+            if pair.estimate is not None:
+                difference = _signed(comparison.metric, pair.estimate)
+                if pair.relative is not None and comparison.metric != "success":
+                    difference += f" ({100 * pair.relative:+.1f}%)"
+                these = f"e = {_e_text(within.e_max)} over {plural(within.pairs, 'paired trial')}"
+                parts = []
+                if pair.low is not None and pair.high is not None:
+                    parts.append(f"[{_signed(comparison.metric, pair.low)} to {_signed(comparison.metric, pair.high)}]")
+                if pair.p_value is not None:
+                    holm = f" (Holm {p_text(pair.p_adjusted)})" if comparison.holm_adjusted and pair.p_adjusted is not None else ""
+                    parts.append(f"p {p_text(pair.p_value)}{holm}")
+                like_these = " ".join(parts) or DASH
+            rows.append(
+                [label, f"{pair.arm_a} vs {pair.arm_b}", claim_text(comparison, pair), str(pair.n_tasks), difference,
+                 these, like_these, pair.verdict]
+            )  # fmt: skip
+            label = ""
+    headers = ["metric", "pair", "claim", "tasks", "a \u2212 b", "these tasks", "tasks like these", "verdict"]
+    return Table(headers, rows, left=3, wrap=(0, 6, 7))
 
 
 def _e_text(value: float) -> str:
@@ -341,7 +387,8 @@ def _outcome_blocks(report: Report) -> list[Block]:
         Heading("Outcomes"),
         Text(
             "Counts over every scored task of the catalogue. Invalid trials (a tool outside the arm ran) and harness "
-            "errors are never scored; they are counted here so that no attempt disappears."
+            "errors are never scored; they are counted here so that no attempt disappears, and each trial that did not "
+            "pass is named under Trials that did not pass."
         ),
         Table(["arm", "samples", "scored", "pass", "incorrect", "confused", "hung", "invalid", "error"], rows),
     ]
@@ -454,3 +501,79 @@ def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
         blocks.append(Text("No cell has samples of more than one fingerprint."))
     return blocks
 
+
+# -- the trials that did not pass ---------------------------------------------------------------------
+INSPECT_LOG_DIR = "inspect-logs"
+_TRANSCRIPT_ABSENT = {
+    TRANSCRIPT_NOT_WRITTEN: "none kept (the trial ended before the agent started, or writing it failed)",
+}
+_NO_TRANSCRIPT = "none (older sample): its tool calls are in the store"
+
+
+def viewer_command(report: Report, cell: CellSummary, stores: Sequence[str]) -> str:
+    """The commands that open a cell's trials in Inspect's viewer (benchcell export inspect)."""
+    words = ["benchcell", "export", "inspect", INSPECT_LOG_DIR]
+    for store in stores:
+        words += ["--store", store]
+    if report.settings.model_kind != "real":
+        words += ["--model-kind", report.settings.model_kind]
+    words += ["--arm", cell.arm, "--task", cell.task]
+    return f"{shlex.join(words)} && inspect view --log-dir {INSPECT_LOG_DIR}"
+
+
+def transcript_uri(store: str, path: str) -> str:
+    """A file: URI for a transcript (the store folder is absolute, the path relative and checked by reading)."""
+    return PurePosixPath(store, *path.split("/")).as_uri()
+
+
+def _failed_cells(report: Report) -> list[CellSummary]:
+    return [cell for cell in [*report.cells, *report.bonus.cells] if cell.failures]
+
+
+def _failure_blocks(report: Report, *, detail: bool) -> list[Block]:
+    cells = _failed_cells(report)
+    listed = sum(len(cell.failures) for cell in cells)
+    left_out = sum(cell.failures_left_out for cell in cells)
+    blocks: list[Block] = [Heading("Trials that did not pass")]
+    if not cells:
+        return blocks + [Text("No reported trial failed, was invalid or errored.")]
+    total = plural(listed + left_out, "trial")
+    if not detail:
+        return blocks + [
+            Text(
+                f"{total} did not pass (incorrect, confused, hung, invalid or errored); the Markdown, JSON and HTML "
+                "reports name each with its reason and how to open its transcript."
+            )
+        ]
+    blocks.append(
+        Text(
+            f"{total} in {plural(len(cells), 'cell')} did not pass, each with its reason. A transcript (every message, "
+            "tool call and result, and each model request's usage) is a gzip JSON-lines file beside the store, its "
+            "path relative to the store; the command under each cell writes the cell's trials as Inspect AI logs and "
+            "opens them in Inspect's viewer (`pip install pytest-benchcell[inspect]`), transcripts or not."
+        )
+    )
+    for cell in cells:
+        failed = len(cell.failures) + cell.failures_left_out
+        blocks += [
+            Heading(f"{cell.arm} \u00d7 {cell.task}: {failed} of {plural(cell.samples, 'trial')}", 3),
+            Command(viewer_command(report, cell, sorted({failure.store for failure in cell.failures}))),
+        ]
+        rows, links = [], {}
+        for i, failure in enumerate(cell.failures):
+            if failure.transcript is None:
+                where = _TRANSCRIPT_ABSENT.get(failure.transcript_status, _NO_TRANSCRIPT)
+            elif failure.transcript_status == TRANSCRIPT_PRUNED:
+                where = f"{failure.transcript} (pruned: the file is gone)"
+            else:
+                where = failure.transcript
+                if failure.transcript_status == TRANSCRIPT_KEPT:
+                    links[(i, 3)] = transcript_uri(failure.store, failure.transcript)
+            trial = DASH if failure.trial is None else f"#{failure.trial}"
+            rows.append([trial, failure.verdict, failure.reason or DASH, where])
+        blocks.append(Table(["trial", "verdict", "reason", "transcript"], rows, left=4, links=links, wrap=(2,)))
+        if cell.failures_left_out:
+            blocks.append(
+                Text(f"Listed: the newest {len(cell.failures)}; {cell.failures_left_out} older ones are in the viewer.")
+            )
+    return blocks

@@ -5,12 +5,25 @@ from __future__ import annotations
 import html
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...leftovers import printable
-from ..model import HeadlineRow, Report
-from .document import DASH, Block, Bullets, Heading, Table, Text, document
+from ..model import SCOPE_THESE_TASKS, SCOPE_TASKS_LIKE_THESE, Comparison, HeadlineRow, Report
+from .document import (
+    COMPARISON_PLOT,
+    DASH,
+    HEADLINE_PLOTS,
+    Block,
+    Bullets,
+    Command,
+    Heading,
+    Plots,
+    Table,
+    Text,
+    claim_text,
+    document,
+)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1400px;
@@ -18,36 +31,52 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
 h1 { font-size: 1.6em; margin-bottom: .3em; } h2 { font-size: 1.25em; margin-top: 1.8em;
      border-bottom: 1px solid #ddd; padding-bottom: .2em; }
 table { border-collapse: collapse; margin: .6em 0 1em; font-variant-numeric: tabular-nums; }
-th, td { padding: .25em .55em; border-bottom: 1px solid #e6e6e6; white-space: nowrap; font-size: 13px; }
+th, td { vertical-align: top; padding: .25em .55em; border-bottom: 1px solid #e6e6e6; white-space: nowrap; font-size: 13px; }
 th { background: #f5f5f7; text-align: left; font-weight: 600; }
 td.num, th.num { text-align: right; }
+td.wrap { white-space: normal; min-width: 10em; max-width: 40em; }
+figure.forest { margin: .6em 0 1em; } .forest svg { width: 100%; max-width: 1000px; height: auto; }
 ul { padding-left: 1.3em; } li { margin: .2em 0; }
 .plots { display: flex; flex-wrap: wrap; gap: 1em; } .plot { flex: 1 1 480px; }
 .plot svg { width: 100%; height: auto; }
 .scroll { overflow-x: auto; }
+h3 { font-size: 1.05em; margin: 1.2em 0 .2em; }
+pre { background: #f5f5f7; padding: .4em .6em; overflow-x: auto; font-size: 12px; margin: .3em 0; }
 """
 
 
-def _html_block(block: Block, plots: Sequence[str]) -> str:
+def _html_block(block: Block, plots: Mapping[str, Sequence[str]]) -> str:
     if isinstance(block, Heading):
         return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
     if isinstance(block, Text):
         return f"<p>{html.escape(block.text)}</p>"
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Command):
+        return f"<pre><code>{html.escape(block.text)}</code></pre>"
     if isinstance(block, Table):
-        def cells(values: Sequence[str], tag: str) -> str:
-            numeric = ' class="num"'
+        def cells(values: Sequence[str], tag: str, row: int = -1) -> str:
+            kinds = {
+                i: ' class="wrap"' if i in block.wrap else "" if i < block.left else ' class="num"'
+                for i in range(len(values))
+            }
             return "".join(
-                f"<{tag}{'' if i < block.left else numeric}>{html.escape(v)}</{tag}>" for i, v in enumerate(values)
+                f"<{tag}{kinds[i]}>{_linked(v, block.links.get((row, i)))}</{tag}>" for i, v in enumerate(values)
             )
 
-        body = "".join(f"<tr>{cells(row, 'td')}</tr>" for row in block.rows)
+        body = "".join(f"<tr>{cells(row, 'td', r)}</tr>" for r, row in enumerate(block.rows))
         head = f"<thead><tr>{cells(block.headers, 'th')}</tr></thead>"
         return f'<div class="scroll"><table>{head}<tbody>{body}</tbody></table></div>'
-    if plots:
-        return '<div class="plots">' + "".join(f'<div class="plot">{svg}</div>' for svg in plots) + "</div>"
+    if isinstance(block, Plots) and block.kind == COMPARISON_PLOT and plots.get(COMPARISON_PLOT):
+        (svg,) = plots[COMPARISON_PLOT]
+        return f'<figure class="forest" id="forest-plot">{svg}</figure>'
+    if isinstance(block, Plots) and plots.get(block.kind):
+        return '<div class="plots">' + "".join(f'<div class="plot">{svg}</div>' for svg in plots[block.kind]) + "</div>"
     return ""
+
+
+def _linked(text: str, href: str | None) -> str:
+    return html.escape(text) if href is None else f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
 
 
 def render_html(report: Report) -> str:
@@ -70,18 +99,24 @@ def _import_matplotlib() -> Any:
     return matplotlib, MplFigure
 
 
-def _plots(report: Report) -> list[str]:
-    """The two plots as inline SVG strings ([] when there is nothing to plot yet)."""
+def _plots(report: Report) -> dict[str, list[str]]:
+    """The plots as inline SVG strings, by where they go (none when there is nothing to plot yet)."""
     rows = [r for r in report.headline.rows if r.cost_equivalent.mean is not None and r.success.rate is not None]
-    if not rows:
-        return []
+    compared = [c for c in report.comparisons if any(pair.estimate is not None for pair in c.pairs)]
+    if not rows and not compared:
+        return {}
     matplotlib, MplFigure = _import_matplotlib()
     # A Figure with no pyplot never touches the global backend (the Agg/SVG canvases draw headless),
     # and a fixed hash salt plus no date make the SVG bytes reproducible.
     style = {"svg.hashsalt": "pytest-benchcell", "svg.fonttype": "path", "font.size": 10, "axes.spines.top": False,
              "axes.spines.right": False}  # fmt: skip
+    plots: dict[str, list[str]] = {}
     with matplotlib.rc_context(style):
-        return [_svg(_scatter(MplFigure, report, rows)), _svg(_tier_bars(MplFigure, report))]
+        if rows:
+            plots[HEADLINE_PLOTS] = [_svg(_scatter(MplFigure, report, rows)), _svg(_tier_bars(MplFigure, report))]
+        if compared:
+            plots[COMPARISON_PLOT] = [_svg(_forest(MplFigure, report, compared))]
+    return plots
 
 
 def _error_bar(value: float, low: float | None, high: float | None) -> tuple[float, float]:
@@ -155,6 +190,89 @@ def _tier_bars(MplFigure: Any, report: Report) -> Any:
         _legend_below(axes, len(report.arms))
     figure.tight_layout()
     return figure
+
+
+# How the forest plot draws a pair by its claim: label, colour, marker, filled.
+_CLAIM_STYLES: dict[str | None, tuple[str, str, str, bool]] = {
+    SCOPE_TASKS_LIKE_THESE: ("claimed for tasks like these", "#1f4e99", "o", True),
+    SCOPE_THESE_TASKS: ("claimed for these tasks", "#d9822b", "D", True),
+    None: ("no claim: not distinguishable", "#8c8c8c", "o", False),
+}
+_CLAIM_IDS = {SCOPE_TASKS_LIKE_THESE: "tasks-like-these", SCOPE_THESE_TASKS: "these-tasks", None: "none"}
+
+
+def forest_row_id(comparison: Comparison, index: int) -> str:
+    """The SVG id of a pair's point in the forest plot: metric, pair number and claim (tests find rows by it)."""
+    pair = comparison.pairs[index]
+    claim = "not-compared" if pair.estimate is None else _CLAIM_IDS.get(pair.scope, "none")
+    return f"forest-{re.sub(r'[^A-Za-z0-9_-]', '_', comparison.metric)}-{index}-{claim}"
+
+
+def _forest(MplFigure: Any, report: Report, comparisons: Sequence[Comparison]) -> Any:
+    """Per metric (one panel each), every pair's difference a - b with its interval about tasks like
+    these, drawn by what is claimed: read at a glance which pairs differ, which way, and how widely."""
+    from matplotlib.lines import Line2D
+
+    heights = [len(c.pairs) + 1.8 for c in comparisons]
+    figure = MplFigure(figsize=(8.4, 0.3 * sum(heights) + 0.9))
+    grid = figure.add_gridspec(len(comparisons), 1, height_ratios=heights)
+    for number, comparison in enumerate(comparisons):
+        _forest_panel(figure.add_subplot(grid[number]), comparison)
+    handles = [
+        Line2D([], [], color=colour, marker=marker, markerfacecolor=colour if filled else "white", label=label)
+        for label, colour, marker, filled in _CLAIM_STYLES.values()
+    ]
+    figure.legend(handles=handles, loc="lower center", ncol=3, fontsize=9, frameon=False)
+    figure.suptitle(
+        f"Differences a \u2212 b, with their {100 * report.settings.confidence:g}% interval about tasks like these",
+        fontsize=10,
+    )
+    figure.tight_layout(rect=(0, 0.4 / (0.3 * sum(heights) + 0.9), 1, 1))
+    return figure
+
+
+def _forest_panel(axes: Any, comparison: Comparison) -> None:
+    # Success differences are fractions: drawn in percentage points, as the tables write them.
+    scale, unit = (100.0, "percentage points") if comparison.metric == "success" else (1.0, comparison.unit)
+    rows = len(comparison.pairs)
+    extent = [0.0]
+    for index, pair in enumerate(comparison.pairs):
+        if pair.estimate is None:
+            continue
+        y = rows - 1 - index  # the first pair on top, in the order of the table below
+        _, colour, marker, filled = _CLAIM_STYLES.get(pair.scope, _CLAIM_STYLES[None])
+        x = scale * pair.estimate
+        extent.append(x)
+        if pair.low is not None and pair.high is not None:
+            low, high = scale * pair.low, scale * pair.high
+            axes.plot([low, high], [y, y], color=colour, linewidth=1.8, solid_capstyle="butt")
+            axes.plot([low, low, float("nan"), high, high], [y - 0.15, y + 0.15, float("nan"), y - 0.15, y + 0.15],
+                      color=colour, linewidth=1.2)  # fmt: skip
+            extent += [low, high]
+        (point,) = axes.plot([x], [y], marker=marker, markersize=7, color=colour,
+                             markerfacecolor=colour if filled else "white", markeredgewidth=1.5, linestyle="none")  # fmt: skip
+        point.set_gid(forest_row_id(comparison, index))
+    axes.axvline(0.0, color="#444444", linewidth=0.9, zorder=0)
+    # With every difference 0 the scale is still that of the metric: a few points of success, one token.
+    span = (max(extent) - min(extent)) or (10.0 if comparison.metric == "success" else 2.0)
+    axes.set_xlim(min(extent) - 0.08 * span, max(extent) + 0.08 * span)
+    axes.set_ylim(-0.7, rows - 0.3)
+    ticks = [rows - 1 - i for i in range(rows)]
+    axes.set_yticks(ticks, [f"{printable(p.arm_a)} \u2212 {printable(p.arm_b)}" for p in comparison.pairs])
+    # The claim in words on the right, in its colour: the figure reads without the table.
+    claims = axes.twinx()
+    claims.set_ylim(axes.get_ylim())
+    claims.set_yticks(ticks, [printable(claim_text(comparison, p)) for p in comparison.pairs])
+    for tick, pair in zip(claims.get_yticklabels(), comparison.pairs):
+        tick.set_color(_CLAIM_STYLES.get(pair.scope, _CLAIM_STYLES[None])[1])
+    claims.tick_params(length=0)
+    claims.spines[["top", "right", "left", "bottom"]].set_visible(False)
+    side = "left" if comparison.better == "lower" else "right"
+    axes.set_xlabel(f"a \u2212 b, {unit} ({side} of 0: a is better)", fontsize=9)
+    axes.set_title(f"{comparison.unit[0].upper()}{comparison.unit[1:]} ({comparison.better} is better)", fontsize=10)
+    if span >= 10 and comparison.metric != "success":  # token counts, not ratios or rates
+        axes.xaxis.set_major_formatter(matplotlib_thousands())
+    axes.grid(axis="x", alpha=0.3)
 
 
 def _colours(arms: Sequence[str]) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Report
-from .document import Bullets, Heading, Table, Text, document
+from .document import Bullets, Command, Heading, Table, Text, document
 
 def _aligned(table: Table, gap: str = "  ") -> list[str]:
     widths = [len(h) for h in table.headers]
@@ -13,7 +13,7 @@ def _aligned(table: Table, gap: str = "  ") -> list[str]:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
 
     def line(cells: Sequence[str]) -> str:
-        parts = [c.ljust(w) if i < table.left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        parts = [c.ljust(w) if table.aligned_left(i) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return gap.join(parts).rstrip()
 
     return [line(table.headers), gap.join("-" * w for w in widths), *(line(row) for row in table.rows)]
@@ -33,5 +33,7 @@ def render_terminal(report: Report) -> list[str]:
             lines += [f"  * {item}" for item in block.items]
         elif isinstance(block, Table):
             lines += [f"  {line}" if line else line for line in _aligned(block)]
+        elif isinstance(block, Command):
+            lines.append(f"  $ {block.text}")
     return lines
 
