@@ -1,0 +1,65 @@
+"""Trials on xdist gateways whose working directory is another checkout (as on another machine):
+the bench is found and verified there, every sample comes home through xdist's report channel into
+the controller's one store, a worker that cannot run trials stops the sitting once, and a worker's
+spool keeps its finished samples if the controller dies. Real CLI, scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from benches import BENCH_TOML, CONFTEST, write_bench
+
+pytestmark = pytest.mark.e2e
+
+SITTING = ["--bench-arm", "all", "--bench-task", "say-hello,make-file", "--bench-scripted", "--bench-trials", "2"]
+
+
+def stored(store: Path, arm: str, task: str) -> list[dict]:
+    path = store / "scripted" / arm / f"{task}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+def clone(pytester: pytest.Pytester, far: Path, *, bench_toml: str = BENCH_TOML) -> Path:
+    """A second checkout of the bench (as another machine would have), its store folder read-only."""
+    far.mkdir()
+    (far / "bench.toml").write_text(bench_toml)
+    shutil.copy(pytester.path / "conftest.py", far / "conftest.py")
+    (far / "results").mkdir()
+    (far / "results").chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
+    return far
+
+
+def test_popen_gateways_in_a_clone_bring_every_sample_home_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    write_bench(pytester)
+    far = clone(pytester, tmp_path / "far")
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"2*popen//chdir={far}")
+    result.assert_outcomes(passed=6, failed=2)  # the bare arm may not run touch: its make-file fails
+    ids = []
+    for arm in ("shell", "bare"):
+        for task in ("say-hello", "make-file"):
+            samples = stored(pytester.path / "results", arm, task)
+            assert sorted(s["trial"] for s in samples) == [1, 2]
+            ids += [s["id"] for s in samples]
+    assert len(set(ids)) == 8
+    assert files_under(far / "results") == []  # the clone's own store was never written
+    assert not (far / ".benchcell-spool").exists()  # every spooled sample is stored: the spools went
+    result.stdout.fnmatch_lines(
+        [
+            "shell x say-hello: 2 recorded this sitting (2 passed, 0 failed, 0 invalid, 0 errors)",
+            "    scored samples of the current definition: 0 -> 2 (*)",
+            "bare x make-file: 2 recorded this sitting (0 passed, 2 failed, 0 invalid, 0 errors)",
+            "    scored samples of the current definition: 0 -> 2 (*)",
+        ]
+    )
