@@ -554,10 +554,11 @@ class _XdistBridge:
                 f"{spool} --into {self.state.store.root})", returncode=pytest.ExitCode.INTERNAL_ERROR,
             )  # fmt: skip
 
+    @pytest.hookimpl(tryfirst=True)  # before xdist prints the worker's whole traceback
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from .remote import SPOOL_OUTPUT, UNSENT_OUTPUT, refusal_cause
+        from .remote import SPOOL_OUTPUT, UNSENT_OUTPUT, gateway_label, refusal_cause
 
-        gateway = f"gateway {node.gateway.id} ({node.gateway.spec})"
+        gateway = f"gateway {gateway_label(node.gateway.id, str(node.gateway.spec))}"
         if error is not None and getattr(node, "workerinfo", None) is None:
             # It went down before it could collect (its bench, a mismatch, no CLI): a replacement would
             # fail the same way, so the sitting stops here instead of xdist restarting it forever.
@@ -577,19 +578,20 @@ class _XdistBridge:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Spools on this machine whose samples are all stored go; any other is named with the merge
         that takes it in."""
-        from .remote import remove_settled_spool
+        from .remote import gateway_label, remove_settled_spool
 
         if self.receiver is None:
             return
         notes = self.state.extra.setdefault("notes", [])
-        for gateway, (spec, path) in sorted(self.spools.items()):
+        for gateway_id, (spec, path) in sorted(self.spools.items()):
+            gateway = gateway_label(gateway_id, spec)
             spool = Path(path)
             if spool.is_dir() and self.receiver.spool_settled(spool):
                 remove_settled_spool(spool)
             elif spool.is_dir():
-                notes.append(f"spool of {gateway} ({spec}) holds samples this store lacks: benchcell merge {spool} --into {self.state.store.root}")
+                notes.append(f"the spool of {gateway} holds samples this store lacks: benchcell merge {spool} --into {self.state.store.root}")
             else:
-                notes.append(f"spool of {gateway} ({spec}) kept on its machine: {spool}")
+                notes.append(f"the spool of {gateway} stays on its machine: {spool}")
 
 
 class _XdistWorker:

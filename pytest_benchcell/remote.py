@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Bench
-from .store import Cell, Store, StoreError
+from .store import Store, StoreError
 
 # The trial's call report carries its stored sample under this attribute, as JSON text (ASCII only,
 # so no character of a sample can trip the channel's serializer).
@@ -105,6 +105,12 @@ def spool_root(bench_root: Path, sitting: str, worker_id: str) -> Path:
     return bench_root / SPOOL_FOLDER / f"{sitting}-{worker_id}"
 
 
+def gateway_label(gateway_id: str, spec: str) -> str:
+    """'gw0 (popen//chdir=/far)': the gateway as the user wrote it (xdist adds its execmodel)."""
+    words = [word for word in spec.split("//") if not word.startswith("execmodel=")]
+    return f"{gateway_id} ({'//'.join(words)})"
+
+
 def encode_sample(sample: Mapping[str, Any]) -> str:
     return json.dumps(sample, ensure_ascii=True, separators=(",", ":"))
 
@@ -182,6 +188,3 @@ def remove_settled_spool(spool: Path) -> None:
     except OSError:
         pass  # other spools (other workers, an unmerged sitting) are still there
 
-
-def cells_of(expected: Iterable[tuple[str, str, int]], model_kind: str) -> list[Cell]:
-    return sorted({Cell(model_kind, arm, task) for arm, task, _ in expected})

@@ -63,3 +63,41 @@ def test_popen_gateways_in_a_clone_bring_every_sample_home_once(pytester: pytest
             "    scored samples of the current definition: 0 -> 2 (*)",
         ]
     )
+
+
+def test_a_clone_whose_bench_differs_is_refused_before_any_model_request(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    write_bench(pytester)
+    reworded = BENCH_TOML.replace('intent = "Say hello."', 'intent = "Say hello, politely."')
+    far = clone(pytester, tmp_path / "far", bench_toml=reworded)
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"popen//chdir={far}", "--tx", "popen")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            f"*benchcell: gateway gw0 (popen//chdir={far}) cannot run trials: {far}/bench.toml differs from the "
+            f"controller's bench for * x say-hello: conditions fingerprint * here, * on the controller "
+            f"(conditions.task.intent is \"Say hello, politely.\" here, \"Say hello.\" on the controller)*",
+        ]
+    )
+    assert "replacing crashed worker" not in result.stdout.str()
+    # Nothing was provisioned anywhere (so no model request was made) and nothing was stored.
+    assert not (pytester.path / "teardown.log").exists()
+    assert list((pytester.path / "results").rglob("*.jsonl")) == []
+    assert files_under(far / "results") == []
+    # The numbers reserved for the stopped sitting are not handed out again.
+    again = pytester.runpytest_subprocess(*SITTING, "-n", "2")
+    again.assert_outcomes(passed=6, failed=2)
+    assert sorted(s["trial"] for s in stored(pytester.path / "results", "shell", "say-hello")) == [3, 4]
+
+
+def test_a_gateway_without_the_bench_stops_the_sitting_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    write_bench(pytester)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"popen//chdir={empty}", timeout=120)
+    assert time.monotonic() - started < 60
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [f"*benchcell: gateway gw0 (popen//chdir={empty}) cannot run trials: no bench file at {empty}/bench.toml (*"]
+    )
+    assert "replacing crashed worker" not in result.stdout.str()
