@@ -968,16 +968,19 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
     """Append to DEST every sample of the sources it lacks (by sample id), under DEST's lock.
 
     A merged trial gets the next free trial number of its cell in DEST (reserved like a sitting's,
-    so later sittings continue past it); the sample keeps its id, and `merged_from` records the
-    source store and its original trial number. Rescore records follow their sample's new number.
-    Nothing in DEST is rewritten; the sources are only read."""
+    so later sittings continue past it), except a trial whose number DEST reserved for the sample's
+    own sitting and holds no sample under (a worker's spool after its controller died): it keeps it.
+    The sample keeps its id, and `merged_from` records the source store and its original trial
+    number. Rescore records follow their sample's new number. Nothing in DEST is rewritten; the
+    sources are only read."""
     result = MergeResult()
     dest.root.mkdir(parents=True, exist_ok=True)
     cells = sorted({cell for source in sources for cell in source.cells()})
     with dest._locked():
         for cell in cells:
             seen: dict[str, tuple[Path, int]] = {}
-            dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
+            rows = dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
+            reserved_for = _reserved_unused(dest, cell, rows)
             next_trial = dest.highest_trial(cell) + 1
             renumbered: dict[str, int] = {}
             batch: list[tuple[Mapping[str, Any], bytes]] = []
@@ -996,6 +999,9 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                         target = renumbered.get(str(sample.get("rescore_of")))
                         if target is not None:
                             merged["trial"] = target
+                    elif reserved_for.get(sample.get("trial")) == sample.get("sitting"):
+                        del reserved_for[sample["trial"]]  # its own reservation: the number stays
+                        renumbered[sample_id] = sample["trial"]
                     else:
                         merged["trial"] = next_trial
                         renumbered[sample_id] = next_trial
@@ -1019,6 +1025,21 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                 _merge_batch(dest, cell, batch, numbers, sitting)
         result.definitions = _merge_definitions(sources, dest)
     return result
+
+
+def _reserved_unused(dest: Store, cell: Cell, rows: Sequence[list[str]]) -> dict[Any, str]:
+    """Trial number -> the sitting DEST reserved it for, for numbers no sample of the cell holds."""
+    held = {fields[_F_REST].split("\t")[_R_TRIAL] for fields in rows if fields[_F_STATUS] != STATUS_RESCORE}
+    reserved: dict[Any, str] = {}
+    for _, raw, _ in _read_lines(dest.reservations_path(cell)):
+        try:
+            line = json.loads(raw)
+            for number in line["trials"]:
+                if isinstance(number, int) and str(number) not in held:
+                    reserved[number] = str(line["sitting"])
+        except (ValueError, TypeError, KeyError):
+            continue  # a torn reservation line reserves nothing anyone can claim
+    return reserved
 
 
 def _merge_batch(

@@ -101,3 +101,47 @@ def test_a_gateway_without_the_bench_stops_the_sitting_once(pytester: pytest.Pyt
         [f"*benchcell: gateway gw0 (popen//chdir={empty}) cannot run trials: no bench file at {empty}/bench.toml (*"]
     )
     assert "replacing crashed worker" not in result.stdout.str()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_killed_controller_loses_nothing_merging_the_spools(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    write_bench(pytester)
+    far = clone(pytester, tmp_path / "far")
+    store = pytester.path / "results"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-arm", "bare", "--bench-task", "say-hello",
+           "--bench-scripted", "--bench-trials", "8", "-d", "--tx", f"2*popen//chdir={far}"]  # fmt: skip
+    controller = subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(stored(store, "bare", "say-hello")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    controller.kill()  # SIGKILL: no cleanup of any kind on the controller's side
+    controller.wait()
+    home_before = {s["id"] for s in stored(store, "bare", "say-hello")}
+    assert 2 <= len(home_before) < 8
+    deadline = time.monotonic() + 120  # the workers notice their controller is gone and end
+    while _group_alive(controller.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _group_alive(controller.pid):
+        os.killpg(controller.pid, 9)
+        pytest.fail("the workers outlived their controller by two minutes")
+    spools = sorted((far / ".benchcell-spool").iterdir())
+    assert len(spools) == 2
+    spooled = [s for spool in spools for s in stored(spool, "bare", "say-hello")]
+    assert home_before <= {s["id"] for s in spooled}  # every sample the controller got is in a spool too
+    finished = (pytester.path / "teardown.log").read_text().split()  # every trial torn down
+    merge = [sys.executable, "-m", "pytest_benchcell.cli", "merge", *map(str, spools), "--into", str(store)]
+    subprocess.run(merge, check=True, capture_output=True)
+    subprocess.run(merge, check=True, capture_output=True)  # idempotent: nothing is added twice
+    home = stored(store, "bare", "say-hello")
+    assert sorted(s["id"] for s in home) == sorted({s["id"] for s in spooled})
+    assert sorted(f"bare-say-hello-t{s['trial']}" for s in home) == sorted(finished)  # each finished trial once
+    # A spooled trial keeps the number its controller reserved for it.
+    assert {s["id"]: s["trial"] for s in home} == {s["id"]: s["trial"] for s in spooled}
