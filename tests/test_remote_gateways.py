@@ -145,3 +145,87 @@ def test_a_killed_controller_loses_nothing_merging_the_spools(pytester: pytest.P
     assert sorted(f"bare-say-hello-t{s['trial']}" for s in home) == sorted(finished)  # each finished trial once
     # A spooled trial keeps the number its controller reserved for it.
     assert {s["id"]: s["trial"] for s in home} == {s["id"]: s["trial"] for s in spooled}
+
+
+SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").is_file() else None)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def ssh_gateway(tmp_path: Path):
+    """An sshd of this test's own on 127.0.0.1 (a free port, keys made here), and the `--tx` spec
+    parts that reach it: ssh=USER@127.0.0.1//ssh_config=...//python=..."""
+    if SSHD is None or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
+        pytest.skip("no ssh server here (apt-get install openssh-server); the popen gateway tests cover the rest")
+    import getpass
+
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    for name in ("host_key", "user_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
+    (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
+    port = _free_port()
+    (keys / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
+        f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nUsePAM no\n"
+        f"StrictModes no\nPermitRootLogin prohibit-password\nPidFile {keys / 'sshd.pid'}\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE)
+    (keys / "ssh_config").write_text(
+        f"Host 127.0.0.1\n  Port {port}\n  IdentityFile {keys / 'user_key'}\n  IdentitiesOnly yes\n  BatchMode yes\n"
+        f"  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+    )
+    # The far side's python: the same interpreter, with this checkout of the plugin on its path.
+    python = keys / "python"
+    python.write_text(f"#!/bin/sh\nexport PYTHONPATH={os.environ.get('PYTHONPATH', '')}\nexec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    user = getpass.getuser()
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            probe = subprocess.run(["ssh", "-F", str(keys / "ssh_config"), f"{user}@127.0.0.1", "true"], capture_output=True)
+            if probe.returncode == 0:
+                break
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.skip(f"the test's sshd did not accept a login: {probe.stderr.decode()[-300:]}")
+            time.sleep(0.2)
+        yield f"ssh={user}@127.0.0.1//ssh_config={keys / 'ssh_config'}//python={python}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_ssh_gateways_in_a_clone_bring_every_sample_home_once(
+    pytester: pytest.Pytester, tmp_path: Path, ssh_gateway: str
+) -> None:
+    write_bench(pytester)
+    far = clone(pytester, tmp_path / "far")
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"2*{ssh_gateway}//chdir={far}")
+    result.assert_outcomes(passed=6, failed=2)
+    ids = [s["id"] for arm in ("shell", "bare") for task in ("say-hello", "make-file")
+           for s in stored(pytester.path / "results", arm, task)]  # fmt: skip
+    assert len(ids) == len(set(ids)) == 8
+    assert sorted(s["trial"] for s in stored(pytester.path / "results", "bare", "make-file")) == [1, 2]
+    assert files_under(far / "results") == []
+    assert not (far / ".benchcell-spool").exists()
+    result.stdout.fnmatch_lines(["bare x make-file: 2 recorded this sitting (0 passed, 2 failed, 0 invalid, 0 errors)",
+                                 "    scored samples of the current definition: 0 -> 2 (*)"])  # fmt: skip
+
+
+def test_an_ssh_gateway_with_a_differing_bench_is_refused(pytester: pytest.Pytester, tmp_path: Path, ssh_gateway: str) -> None:
+    write_bench(pytester)
+    far = clone(pytester, tmp_path / "far", bench_toml=BENCH_TOML.replace('intent = "Say hello."', 'intent = "Wave."'))
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"{ssh_gateway}//chdir={far}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*benchcell: gateway gw0 (ssh=*) cannot run trials: *(conditions.task.intent is \"Wave.\" here*"])
+    assert not (pytester.path / "teardown.log").exists()
