@@ -229,3 +229,41 @@ def test_an_ssh_gateway_with_a_differing_bench_is_refused(pytester: pytest.Pytes
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*benchcell: gateway gw0 (ssh=*) cannot run trials: *(conditions.task.intent is \"Wave.\" here*"])
     assert not (pytester.path / "teardown.log").exists()
+
+
+# Observes (never replaces) every append a worker process makes: which store it went to.
+APPEND_WATCH = '''
+import os as _os
+from pytest_benchcell import store as _store_module
+if _os.environ.get("PYTEST_XDIST_WORKER"):
+    _append = _store_module.Store.append
+    def _watched(self, sample):
+        with open(APPEND_LOG, "a") as log:
+            log.write(f"{_os.environ['PYTEST_XDIST_WORKER']} {self.root}\\n")
+        return _append(self, sample)
+    _store_module.Store.append = _watched
+'''
+
+
+def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pytester) -> None:
+    log = pytester.path / "appends.log"
+    write_bench(pytester, conftest=CONFTEST + f"APPEND_LOG = {str(log)!r}\n" + APPEND_WATCH)
+    result = pytester.runpytest_subprocess(*SITTING, "-n", "2")
+    result.assert_outcomes(passed=6, failed=2)
+    appends = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    assert len(appends) == 8
+    assert {worker for worker, _ in appends} == {"gw0", "gw1"}
+    assert all(f"{os.sep}.benchcell-spool{os.sep}" in root for _, root in appends), appends  # never the store itself
+    assert sum(len(stored(pytester.path / "results", arm, task)) for arm in ("shell", "bare")
+               for task in ("say-hello", "make-file")) == 8  # fmt: skip
+    assert not (pytester.path / ".benchcell-spool").exists()
+
+
+def test_the_budget_holds_across_local_workers(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    result = pytester.runpytest_subprocess("--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted",
+                                           "--bench-trials", "4", "--bench-budget", "100", "-n", "2")  # fmt: skip
+    outcomes = result.parseoutcomes()
+    # Each worker starts its first trial with nothing spent; after that each sees the spend and stops.
+    assert outcomes.get("passed", 0) <= 2 and outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 4, outcomes
+    assert len(stored(pytester.path / "results", "bare", "say-hello")) == outcomes["passed"]
