@@ -267,3 +267,26 @@ def test_the_budget_holds_across_local_workers(pytester: pytest.Pytester) -> Non
     # Each worker starts its first trial with nothing spent; after that each sees the spend and stops.
     assert outcomes.get("passed", 0) <= 2 and outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 4, outcomes
     assert len(stored(pytester.path / "results", "bare", "say-hello")) == outcomes["passed"]
+
+
+def test_a_trial_interrupted_on_a_worker_still_reaches_the_store(pytester: pytest.Pytester) -> None:
+    started = pytester.path / "started.pid"
+    conftest = CONFTEST.replace(
+        "def pytest_benchcell_script(trial, environment):\n",
+        "def pytest_benchcell_script(trial, environment):\n"
+        f"    import os\n    open({str(started)!r}, 'w').write(str(os.getpid()))\n",
+    )
+    write_bench(pytester, conftest=conftest)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-arm", "bare", "--bench-task", "stall",
+           "--bench-scripted", "--bench-trials", "1", "-n", "1"]  # fmt: skip
+    process = subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not (started.exists() and started.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.0)  # the CLI now waits on the scripted model's Delay
+    os.kill(int(started.read_text()), 15)  # SIGTERM to the worker only: its trial ends, no report is made
+    output = process.communicate(timeout=120)[0].decode()
+    (sample,) = stored(pytester.path / "results", "bare", "stall")
+    assert (sample["status"], sample["trial"]) == ("error", 1), output
+    assert sample["reason"].startswith("interrupted"), sample["reason"]
+    assert not (pytester.path / ".benchcell-spool").exists(), output  # stored, so its spool went
