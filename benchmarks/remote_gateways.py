@@ -95,7 +95,16 @@ def sitting(project: Path, far: Path, trials: int, gateways: int) -> float:
     return wall
 
 
-def trip_costs(samples: list[dict], folder: Path) -> tuple[list[float], list[float]]:
+def large_sample(sample: dict) -> dict:
+    """A sample at the sizes a long trial reaches: 60 tool calls with 4,000-character outputs (the
+    clip) and a 200,000-character state snapshot (under the 256 KiB limit)."""
+    call = {"id": "toolu_x", "tool": "Bash", "input": {"command": "tracker list --all"}, "allowed": True,
+            "reason": "", "is_error": False, "output": "issue 12 open: export fails\n" * 140}  # fmt: skip
+    return {**sample, "tool_calls": [dict(call) for _ in range(60)],
+            "state": {"before": {"rows": ["x" * 100] * 1000}, "after": {"rows": ["y" * 100] * 1000}}}  # fmt: skip
+
+
+def trip_costs(samples: list[dict], bench_file: Path, store_root: Path) -> tuple[list[float], list[float]]:
     """(trip ms per sample, controller append ms per sample)."""
     import execnet
     from _pytest.reports import TestReport, _report_kwargs_from_json, _report_to_json
@@ -104,8 +113,8 @@ def trip_costs(samples: list[dict], folder: Path) -> tuple[list[float], list[flo
     from pytest_benchcell.remote import SAMPLE_ATTRIBUTE, Receiver, encode_sample
     from pytest_benchcell.store import Store
 
-    bench = load_bench(folder / "bench.toml")
-    receiver = Receiver(Store(folder / "trip-store"), bench, samples[0]["sitting"], "scripted", turn_cap=4,
+    bench = load_bench(bench_file)
+    receiver = Receiver(Store(store_root), bench, samples[0]["sitting"], "scripted", turn_cap=4,
                         wall_clock_ms=120000, expected={(s["arm"], s["task"], s["trial"]) for s in samples})  # fmt: skip
     trips, appends = [], []
     for sample in samples * 5:  # each sample's trip five times (the append once: a sample is stored once)
@@ -146,7 +155,9 @@ def main() -> int:
             for gateways in runs:
                 runs[gateways].append(sitting(project, far, args.trials, gateways))
         samples = samples_in(project / "results")
-        trips, appends = trip_costs(samples, project)
+        trips, appends = trip_costs(samples, project / "bench.toml", folder / "trip-store")
+        big = [large_sample(sample) for sample in samples]
+        big_trips, big_appends = trip_costs(big, project / "bench.toml", folder / "trip-store-large")
         one, many = min(runs[1]), min(runs[args.gateways])
         size = statistics.median(len(json.dumps(s)) for s in samples)
         print(f"remote gateways: {args.trials} trials of one cell, scripted model Delay({args.delay:g}), "
@@ -159,6 +170,10 @@ def main() -> int:
               f"max {max(trips):.2f} ms (target <= {TARGET_TRIP_MS:g} ms: {'met' if trip <= TARGET_TRIP_MS else 'MISSED'})")
         print(f"  the controller's locked, fsynced append per sample (was the worker's): median "
               f"{statistics.median(appends):.2f} ms")
+        big_size = statistics.median(len(json.dumps(s)) for s in big)
+        print(f"  large samples ({big_size:,.0f} characters: 60 clipped tool outputs, a 200 KB state): trip median "
+              f"{statistics.median(big_trips):.2f} ms, max {max(big_trips):.2f} ms; append median "
+              f"{statistics.median(big_appends):.2f} ms")
         return 0
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -539,15 +539,15 @@ class _XdistBridge:
         from .remote import SAMPLE_ATTRIBUTE
         from .store import StoreError
 
-        text = getattr(report, SAMPLE_ATTRIBUTE, None)
+        line = getattr(report, SAMPLE_ATTRIBUTE, None)
         node = getattr(report, "node", None)
         spool = getattr(report, "benchcell_spool", None)
         if node is not None and spool:
             self.spools[node.gateway.id] = (str(node.gateway.spec), spool)
-        if text is None or self.receiver is None:
+        if line is None or self.receiver is None:
             return
         try:
-            self.receiver.take(text)
+            self.receiver.take(line)
         except StoreError as exc:
             pytest.exit(
                 f"benchcell: {exc}; the sitting stops (the worker's spool keeps the sample: benchcell merge "
@@ -570,9 +570,9 @@ class _XdistBridge:
         output = getattr(node, "workeroutput", None) or {}
         if output.get(SPOOL_OUTPUT):
             self.spools[node.gateway.id] = (str(node.gateway.spec), output[SPOOL_OUTPUT])
-        for text in output.get(UNSENT_OUTPUT, ()):  # trials an interrupt ended: no report carried them
+        for line in output.get(UNSENT_OUTPUT, ()):  # trials an interrupt ended: no report carried them
             if self.receiver is not None:
-                self.receiver.take(text)
+                self.receiver.take(line)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -600,7 +600,7 @@ class _XdistWorker:
     def __init__(self, state: SittingState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
-        self.unsent: dict[str, str] = {}  # nodeid -> sample (JSON), until a report carries it
+        self.unsent: dict[str, bytes] = {}  # nodeid -> sample (its store line), until a report carries it
         controller_store = Path(config.workerinput[WORKER_PLAN_KEY]["store"])  # type: ignore[attr-defined]
         if state.budget is not None and controller_store.is_dir():
             # The controller's store is in sight (this machine): the budget counts every worker's spend
@@ -623,9 +623,9 @@ class _XdistWorker:
 
         outcome = yield
         report = outcome.get_result()
-        text = self.unsent.pop(item.nodeid, None)
-        if text is not None:
-            setattr(report, SAMPLE_ATTRIBUTE, text)
+        line = self.unsent.pop(item.nodeid, None)
+        if line is not None:
+            setattr(report, SAMPLE_ATTRIBUTE, line)
         report.benchcell_spool = str(self.state.store.root)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -6,7 +6,7 @@ every selected cell's definitions with their fingerprints. A worker finds the be
 checkout, refuses to run anything if a definition differs (`definition_mismatch`, before any
 provisioning or model request), and records each finished sample into a spool of its own (a
 store-format folder beside its bench, `spool_root`) instead of a store. The sample then travels back
-as JSON text on the trial's call report (`SAMPLE_ATTRIBUTE`; pytest-xdist serializes a report's
+as its store line on the trial's call report (`SAMPLE_ATTRIBUTE`; pytest-xdist serializes a report's
 attributes), and the controller appends it under its store lock (`Receiver`). If the controller
 dies, `benchcell merge SPOOL --into STORE` takes in what it missed, by sample id.
 
@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import Bench
-from .store import Store, StoreError
+from .store import Store, StoreError, sample_line
 
-# The trial's call report carries its stored sample under this attribute, as JSON text (ASCII only,
-# so no character of a sample can trip the channel's serializer).
+# The trial's call report carries its stored sample under this attribute, as its store line (bytes).
 SAMPLE_ATTRIBUTE = "benchcell_sample"
 # A worker's output at its end: samples whose report never went out (an interrupted trial makes
 # none), and where its spool is.
@@ -111,8 +110,10 @@ def gateway_label(gateway_id: str, spec: str) -> str:
     return f"{gateway_id} ({'//'.join(words)})"
 
 
-def encode_sample(sample: Mapping[str, Any]) -> str:
-    return json.dumps(sample, ensure_ascii=True, separators=(",", ":"))
+def encode_sample(sample: Mapping[str, Any]) -> bytes:
+    """What travels: the sample's store line, the very bytes its spool holds (bytes, so no character of
+    a sample, not even a lone surrogate, can trip the channel's serializer)."""
+    return sample_line(sample)
 
 
 def refusal_cause(error: str) -> str:
@@ -139,12 +140,13 @@ class Receiver:
     expected: set[tuple[str, str, int]]
     received: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # sample id -> trial
 
-    def take(self, text: str) -> dict[str, Any]:
-        """Append one sample sent by a worker; raises StoreError when it cannot be stored (the worker's
-        spool still holds it) or does not belong to this sitting."""
+    def take(self, line: bytes) -> dict[str, Any]:
+        """Append one sample a worker sent (its store line, byte for byte as in the worker's spool);
+        raises StoreError when it cannot be stored (the spool still holds it) or does not belong to
+        this sitting."""
         try:
-            sample = json.loads(text)
-        except ValueError as exc:
+            sample = json.loads(line)
+        except (ValueError, TypeError) as exc:
             raise StoreError(f"a worker sent a sample that is not JSON ({exc})") from None
         if not isinstance(sample, dict):
             raise StoreError("a worker sent a sample that is not a JSON object")
@@ -156,7 +158,7 @@ class Receiver:
             )
         sample_id = str(sample.get("id") or "")
         if sample_id in self.received:
-            return sample  # the same sample twice (a report and the worker's end): stored once
+            return sample  # the same sample twice: stored once
         provenance = sample.get("provenance") or {}
         bounds = {"turn_cap": self.turn_cap, "wall_clock_ms": self.wall_clock_ms}
         try:
@@ -166,7 +168,7 @@ class Receiver:
             )
         except StoreError:
             pass  # a missing definitions file loses no measurement (as for a trial run here)
-        self.store.append(sample)
+        self.store.append_line(line)
         self.received[sample_id] = trial  # type: ignore[assignment]
         return sample
 

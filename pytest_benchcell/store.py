@@ -717,6 +717,22 @@ class Store:
         self._append_lines(cell, [(sample, line)])
         return self.samples_path(cell)
 
+    def append_line(self, line: bytes) -> dict[str, Any]:
+        """Append a sample that arrives as its store line (sample_line of it, as a worker's spool wrote
+        it), byte for byte; return the sample. Raises StoreError as append does, and for a line that
+        is not one JSON object on one line."""
+        if not line.endswith(b"\n") or b"\n" in line[:-1]:
+            raise StoreError("a sample line must be one line ending in a newline")
+        try:
+            sample = json.loads(line)
+        except ValueError as exc:
+            raise StoreError(f"a sample line is not JSON ({exc})") from None
+        if not isinstance(sample, dict):
+            raise StoreError("a sample line is not a JSON object")
+        validate_sample(sample)
+        self._append_lines(Cell(sample["model_kind"], sample["arm"], sample["task"]), [(sample, line)])
+        return sample
+
     def _append_lines(self, cell: Cell, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
         with self._locked(create=False):
             try:
@@ -1116,6 +1132,11 @@ def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:
                     temporary.unlink()
             copied += 1
     return copied
+
+
+def sample_line(sample: Mapping[str, Any]) -> bytes:
+    """The sample as the store writes it: one line of JSON (what Store.append_line takes)."""
+    return _json_line(sample)
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:

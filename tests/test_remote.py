@@ -95,6 +95,11 @@ def test_the_receiver_stores_each_reserved_sample_once(tmp_path: Path) -> None:
     stored = list(home.store.iter_samples([]))
     assert [(s["id"], s["trial"]) for s in stored] == [(first["id"], 1), (stored[1]["id"], 2)]
     assert stored[0]["final_answer"] == first["final_answer"]
+    # Byte for byte the line the worker's spool holds (what encode_sample sends).
+    lines = home.store.samples_path(Cell("real", "cli", "close-bug")).read_bytes().splitlines(keepends=True)
+    assert lines[0] == encode_sample(first)
+    with pytest.raises(StoreError, match="one line"):
+        home.store.append_line(encode_sample(first)[:-1] + b"\n\n")
     assert (tmp_path / "store" / "definitions").is_dir()
 
 
@@ -109,7 +114,7 @@ def test_the_receiver_refuses_what_the_sitting_did_not_reserve(tmp_path: Path, s
     with pytest.raises(StoreError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         home.take(encode_sample(sample))
     with pytest.raises(StoreError, match="not JSON"):
-        home.take("{torn")
+        home.take(b"{torn\n")
     assert list(home.store.iter_samples([])) == []
 
 

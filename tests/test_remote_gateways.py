@@ -135,6 +135,8 @@ def test_a_killed_controller_loses_nothing_merging_the_spools(pytester: pytest.P
     spools = sorted((far / ".benchcell-spool").iterdir())
     assert len(spools) == 2
     spooled = [s for spool in spools for s in stored(spool, "bare", "say-hello")]
+    spool_lines = {line for spool in spools for line in (spool / "scripted/bare/say-hello.jsonl").read_bytes().splitlines()}
+    assert set((store / "scripted/bare/say-hello.jsonl").read_bytes().splitlines()) <= spool_lines  # byte for byte
     assert home_before <= {s["id"] for s in spooled}  # every sample the controller got is in a spool too
     finished = (pytester.path / "teardown.log").read_text().split()  # every trial torn down
     merge = [sys.executable, "-m", "pytest_benchcell.cli", "merge", *map(str, spools), "--into", str(store)]
