@@ -317,7 +317,10 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     turn_cap = option.bench_turn_cap or bench.turn_cap
     wall_clock_ms = option.bench_wall_clock_ms or bench.wall_clock_ms
     # A worker records into a spool of its own; its samples reach the store through the controller.
-    store = _store(config, bench, write=not collect_only) if worker_plan is None else _worker_spool(config, bench, worker_plan, turn_cap, wall_clock_ms)
+    if worker_plan is None:
+        store = _store(config, bench, write=not collect_only)
+    else:
+        store = _worker_spool(config, bench, worker_plan, turn_cap, wall_clock_ms)
     store.expect_root()
     definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
@@ -488,13 +491,13 @@ def _worker_spool(config: pytest.Config, bench: Bench, plan: dict[str, Any], tur
 
     mismatch = definition_mismatch(bench, plan["definitions"], turn_cap=turn_cap, wall_clock_ms=wall_clock_ms)
     if mismatch:
-        raise pytest.UsageError(f"{mismatch}; no trial runs on a bench that differs: bring this checkout to the controller's version")
+        raise pytest.UsageError(f"{mismatch}; no trial runs on a bench that differs: check out the controller's version")
     try:
         import_sdk()
     except ImportError as exc:
-        raise pytest.UsageError(f"the Claude Agent SDK cannot be imported here ({exc}): pip install pytest-benchcell") from None
+        raise pytest.UsageError(f"the Claude Agent SDK cannot be imported ({exc}): pip install pytest-benchcell") from None
     if not Path(bundled_cli()).is_file():
-        raise pytest.UsageError(f"the SDK's bundled Claude Code CLI is missing here ({bundled_cli()}): reinstall claude-agent-sdk")
+        raise pytest.UsageError(f"the SDK's bundled Claude Code CLI is missing ({bundled_cli()}): reinstall claude-agent-sdk")
     spool = spool_root(bench.root, plan["sitting"], config.workerinput["workerid"])  # type: ignore[attr-defined]
     try:
         spool.mkdir(parents=True, exist_ok=True)
@@ -589,7 +592,8 @@ class _XdistBridge:
             if spool.is_dir() and self.receiver.spool_settled(spool):
                 remove_settled_spool(spool)
             elif spool.is_dir():
-                notes.append(f"the spool of {gateway} holds samples this store lacks: benchcell merge {spool} --into {self.state.store.root}")
+                merge = f"benchcell merge {spool} --into {self.state.store.root}"
+                notes.append(f"the spool of {gateway} holds samples this store lacks: {merge}")
             else:
                 notes.append(f"the spool of {gateway} stays on its machine: {spool}")
 

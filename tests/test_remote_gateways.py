@@ -229,7 +229,9 @@ def test_an_ssh_gateway_with_a_differing_bench_is_refused(pytester: pytest.Pytes
     far = clone(pytester, tmp_path / "far", bench_toml=BENCH_TOML.replace('intent = "Say hello."', 'intent = "Wave."'))
     result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"{ssh_gateway}//chdir={far}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*benchcell: gateway gw0 (ssh=*) cannot run trials: *(conditions.task.intent is \"Wave.\" here*"])
+    result.stdout.fnmatch_lines(
+        ["*benchcell: gateway gw0 (ssh=*) cannot run trials: *(conditions.task.intent is \"Wave.\" here*"]
+    )
     assert not (pytester.path / "teardown.log").exists()
 
 
