@@ -11,11 +11,13 @@ speed-up. Every sample of a sitting reaches the controller's store through xdist
 the script checks that the store holds every trial once and the far checkout's store stays empty.
 
 The trip back, per sample, is then timed in-process on the samples of that sitting: what a worker
-and the controller do beyond running the trial -- the sample as JSON text on the call report,
-pytest's report serialization (pytest_report_to_serializable), execnet's wire encoding both ways
-(what the channel carries), the report rebuilt and the sample parsed on the controller -- and, apart,
-the controller's locked, fsynced append (Receiver.take), which replaces the append a worker did
-before and so is not an added cost. Target: the trip itself <= 5 ms per sample (median).
+and the controller do beyond running the trial -- the sample's line (the bytes its spool append
+already wrote) put on the call report, pytest's report serialization (pytest_report_to_serializable),
+execnet's wire encoding both ways (what the channel carries), the report rebuilt and the sample
+parsed on the controller -- and, apart, the controller's locked, fsynced append (Receiver.take),
+which replaces the append a worker did before and so is not an added cost. The same for large
+samples (460 KB: 60 clipped tool outputs and a 200 KB state). Target: the trip itself <= 5 ms per
+sample (median).
 """
 
 from __future__ import annotations
@@ -117,11 +119,12 @@ def trip_costs(samples: list[dict], bench_file: Path, store_root: Path) -> tuple
     receiver = Receiver(Store(store_root), bench, samples[0]["sitting"], "scripted", turn_cap=4,
                         wall_clock_ms=120000, expected={(s["arm"], s["task"], s["trial"]) for s in samples})  # fmt: skip
     trips, appends = [], []
+    lines = {sample["id"]: encode_sample(sample) for sample in samples}  # the spool's lines, made by its append
     for sample in samples * 5:  # each sample's trip five times (the append once: a sample is stored once)
         started = time.perf_counter()
         report = TestReport("bench.toml::plain-say-hello-t1", ("bench.toml", 0, "trial"), {}, "passed", None, "call",
                             user_properties=[("benchcell_sample", sample["id"])])  # fmt: skip
-        setattr(report, SAMPLE_ATTRIBUTE, encode_sample(sample))
+        setattr(report, SAMPLE_ATTRIBUTE, lines[sample["id"]])
         wire = execnet.dumps(("testreport", {"data": _report_to_json(report)}))  # the worker's end
         _, event = execnet.loads(wire)  # the controller's end
         arrived = TestReport(**_report_kwargs_from_json(event["data"]))

@@ -486,8 +486,7 @@ def _load_worker_bench(config: pytest.Config, plan: dict[str, Any]) -> Bench:
 def _worker_spool(config: pytest.Config, bench: Bench, plan: dict[str, Any], turn_cap: int, wall_clock_ms: int) -> Store:
     """Check this worker's bench against the controller's (before anything runs) and make its spool."""
     from .agent import bundled_cli, import_sdk
-    from .remote import definition_mismatch, spool_root
-    from .store import Store
+    from .remote import Spool, definition_mismatch, spool_root
 
     mismatch = definition_mismatch(bench, plan["definitions"], turn_cap=turn_cap, wall_clock_ms=wall_clock_ms)
     if mismatch:
@@ -503,7 +502,7 @@ def _worker_spool(config: pytest.Config, bench: Bench, plan: dict[str, Any], tur
         spool.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise pytest.UsageError(f"cannot make the spool of finished samples at {spool}: {exc.strerror or exc}") from None
-    return Store(spool)
+    return Spool(spool)
 
 
 class _XdistBridge:
@@ -617,9 +616,7 @@ class _XdistWorker:
             state.budget = max(1, state.budget // int(config.workerinput.get("workercount", 1)))  # type: ignore[attr-defined]
 
     def record(self, nodeid: str, sample: dict[str, Any]) -> None:
-        from .remote import encode_sample
-
-        self.unsent[nodeid] = encode_sample(sample)
+        self.unsent[nodeid] = self.state.store.line_of(sample)  # type: ignore[attr-defined]  # the spool's line
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Bench
-from .store import Store, StoreError, sample_line
+from .store import Cell, Store, StoreError, sample_line
 
 # The trial's call report carries its stored sample under this attribute, as its store line (bytes).
 SAMPLE_ATTRIBUTE = "benchcell_sample"
@@ -108,6 +108,24 @@ def gateway_label(gateway_id: str, spec: str) -> str:
     """'gw0 (popen//chdir=/far)': the gateway as the user wrote it (xdist adds its execmodel)."""
     words = [word for word in spec.split("//") if not word.startswith("execmodel=")]
     return f"{gateway_id} ({'//'.join(words)})"
+
+
+class Spool(Store):
+    """A worker's spool: a store of its own finished samples that remembers the line each was written
+    as, so what travels to the controller is those very bytes, encoded once."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.lines: dict[str, bytes] = {}  # sample id -> its line, until it is sent
+
+    def append(self, sample: Mapping[str, Any]) -> Path:
+        line = sample_line(sample)
+        self.append_line(line)
+        self.lines[str(sample.get("id"))] = line
+        return self.samples_path(Cell(sample["model_kind"], sample["arm"], sample["task"]))
+
+    def line_of(self, sample: Mapping[str, Any]) -> bytes:
+        return self.lines.pop(str(sample.get("id")), None) or sample_line(sample)
 
 
 def encode_sample(sample: Mapping[str, Any]) -> bytes:

@@ -235,17 +235,18 @@ def test_an_ssh_gateway_with_a_differing_bench_is_refused(pytester: pytest.Pytes
     assert not (pytester.path / "teardown.log").exists()
 
 
-# Observes (never replaces) every append a worker process makes: which store it went to.
+# Observes (never replaces) every sample write a worker process makes (Store._append_lines is the one
+# method that writes sample lines): which store it went to.
 APPEND_WATCH = '''
 import os as _os
 from pytest_benchcell import store as _store_module
 if _os.environ.get("PYTEST_XDIST_WORKER"):
-    _append = _store_module.Store.append
-    def _watched(self, sample):
+    _append = _store_module.Store._append_lines
+    def _watched(self, cell, lines):
         with open(APPEND_LOG, "a") as log:
             log.write(f"{_os.environ['PYTEST_XDIST_WORKER']} {self.root}\\n")
-        return _append(self, sample)
-    _store_module.Store.append = _watched
+        return _append(self, cell, lines)
+    _store_module.Store._append_lines = _watched
 '''
 
 
