@@ -84,9 +84,8 @@ def test_a_clone_whose_bench_differs_is_refused_before_any_model_request(pyteste
     assert list((pytester.path / "results").rglob("*.jsonl")) == []
     assert files_under(far / "results") == []
     # The numbers reserved for the stopped sitting are not handed out again.
-    again = pytester.runpytest_subprocess(*SITTING, "-n", "2")
-    again.assert_outcomes(passed=6, failed=2)
-    assert sorted(s["trial"] for s in stored(pytester.path / "results", "shell", "say-hello")) == [3, 4]
+    again = pytester.runpytest_subprocess(*SITTING, "--collect-only", "-q")
+    again.stdout.fnmatch_lines(["bench.toml::shell-say-hello-t3", "bench.toml::shell-say-hello-t4"])
 
 
 def test_a_gateway_without_the_bench_stops_the_sitting_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -212,11 +211,11 @@ def test_ssh_gateways_in_a_clone_bring_every_sample_home_once(
 ) -> None:
     write_bench(pytester)
     far = clone(pytester, tmp_path / "far")
-    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"2*{ssh_gateway}//chdir={far}")
-    result.assert_outcomes(passed=6, failed=2)
-    ids = [s["id"] for arm in ("shell", "bare") for task in ("say-hello", "make-file")
-           for s in stored(pytester.path / "results", arm, task)]  # fmt: skip
-    assert len(ids) == len(set(ids)) == 8
+    sitting = ["--bench-arm", "all", "--bench-task", "make-file", "--bench-scripted", "--bench-trials", "2"]
+    result = pytester.runpytest_subprocess(*sitting, "-d", "--tx", f"2*{ssh_gateway}//chdir={far}")
+    result.assert_outcomes(passed=2, failed=2)
+    ids = [s["id"] for arm in ("shell", "bare") for s in stored(pytester.path / "results", arm, "make-file")]
+    assert len(ids) == len(set(ids)) == 4
     assert sorted(s["trial"] for s in stored(pytester.path / "results", "bare", "make-file")) == [1, 2]
     assert files_under(far / "results") == []
     assert not (far / ".benchcell-spool").exists()
@@ -253,14 +252,14 @@ if _os.environ.get("PYTEST_XDIST_WORKER"):
 def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pytester) -> None:
     log = pytester.path / "appends.log"
     write_bench(pytester, conftest=CONFTEST + f"APPEND_LOG = {str(log)!r}\n" + APPEND_WATCH)
-    result = pytester.runpytest_subprocess(*SITTING, "-n", "2")
-    result.assert_outcomes(passed=6, failed=2)
+    result = pytester.runpytest_subprocess("--bench-arm", "all", "--bench-task", "say-hello", "--bench-scripted",
+                                           "--bench-trials", "2", "-n", "2")  # fmt: skip
+    result.assert_outcomes(passed=4)
     appends = [line.split(" ", 1) for line in log.read_text().splitlines()]
-    assert len(appends) == 8
+    assert len(appends) == 4
     assert {worker for worker, _ in appends} == {"gw0", "gw1"}
     assert all(f"{os.sep}.benchcell-spool{os.sep}" in root for _, root in appends), appends  # never the store itself
-    assert sum(len(stored(pytester.path / "results", arm, task)) for arm in ("shell", "bare")
-               for task in ("say-hello", "make-file")) == 8  # fmt: skip
+    assert sum(len(stored(pytester.path / "results", arm, "say-hello")) for arm in ("shell", "bare")) == 4
     assert not (pytester.path / ".benchcell-spool").exists()
 
 
