@@ -249,7 +249,8 @@ if _os.environ.get("PYTEST_XDIST_WORKER"):
 '''
 
 
-def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pytester) -> None:
+def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this suite's own xdist worker: not the sitting's
     log = pytester.path / "appends.log"
     write_bench(pytester, conftest=CONFTEST + f"APPEND_LOG = {str(log)!r}\n" + APPEND_WATCH)
     result = pytester.runpytest_subprocess("--bench-arm", "all", "--bench-task", "say-hello", "--bench-scripted",
