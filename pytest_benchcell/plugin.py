@@ -214,14 +214,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _bench_requested(config):
         return
     _refuse_weights_outside_reports(config)
-    state = _plan_sitting(config)
+    try:
+        state = _plan_sitting(config)
+    except pytest.UsageError as exc:
+        if WORKER_PLAN_KEY not in getattr(config, "workerinput", {}):
+            raise
+        from .remote import REFUSAL_PREFIX  # the controller names this worker's gateway and stops
+
+        raise pytest.UsageError(f"{REFUSAL_PREFIX}{exc}") from None
     config.stash[SITTING_KEY] = state
     # A sitting runs trials only: the bench file is what gets collected, not the project's tests
     # (which would otherwise be imported and run beside trials that spend tokens).
     config.args[:] = [str(state.bench.path)]
     config.pluginmanager.register(SittingPlugin(state, config), "benchcell-sitting")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistBridge(state), "benchcell-xdist")
+    if WORKER_PLAN_KEY in getattr(config, "workerinput", {}):
+        config.pluginmanager.register(_XdistWorker(state, config), "benchcell-xdist-worker")
+    elif config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistBridge(state, config), "benchcell-xdist")
 
 
 REPORT_OUTPUTS = ("--bench-report-md", "--bench-report-json", "--bench-report-html")
@@ -265,11 +274,11 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     if not option.bench_arm or not option.bench_task:
         missing = "--bench-task" if option.bench_arm else "--bench-arm"
         raise pytest.UsageError(f"{missing} is missing: a sitting needs both --bench-arm and --bench-task (or 'all')")
-    bench = _load(config)
+    worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
+    bench = _load(config) if worker_plan is None else _load_worker_bench(config, worker_plan)
     arms, tasks = _selection(bench, option.bench_arm, option.bench_task)
     if option.bench_fill is not None and option.bench_trials is not None:
         raise pytest.UsageError("--bench-fill and --bench-trials exclude each other: fill decides the trials per cell")
-    worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
     probe = worker_plan["probe"] if worker_plan else _run_probe(config, bench)
     if probe is not None:
         tasks = _apply_probe(bench, tasks, probe)
@@ -305,10 +314,14 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             f"arm ({only}; [tasks.*] arms in {bench.path}); select an arm the task is for"
         )
     _refuse_too_many_trials(option, bench)
-    store = _store(config, bench, write=not collect_only)
-    store.expect_root()
     turn_cap = option.bench_turn_cap or bench.turn_cap
     wall_clock_ms = option.bench_wall_clock_ms or bench.wall_clock_ms
+    # A worker records into a spool of its own; its samples reach the store through the controller.
+    if worker_plan is None:
+        store = _store(config, bench, write=not collect_only)
+    else:
+        store = _worker_spool(config, bench, worker_plan, turn_cap, wall_clock_ms)
+    store.expect_root()
     definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     try:
@@ -452,18 +465,176 @@ def _has_credentials() -> bool:
     )
 
 
-class _XdistBridge:
-    """Hands the controller's trial numbers to every worker (their collections must be identical)."""
+def _load_worker_bench(config: pytest.Config, plan: dict[str, Any]) -> Bench:
+    """The bench in this worker's own checkout, where the controller's is relative to its rootdir."""
+    from .config import BenchConfigError, load_bench
+    from .remote import worker_bench_path
 
-    def __init__(self, state: SittingState) -> None:
+    path = worker_bench_path(config.rootpath, plan["bench"])
+    if not path.is_file():
+        raise pytest.UsageError(
+            f"no bench file at {path} (the controller's bench is {plan['bench']} from its rootdir; this worker's "
+            f"rootdir is {config.rootpath}): run the worker in a checkout of the same project, e.g. --tx "
+            f"...//chdir=CHECKOUT"
+        )
+    try:
+        return load_bench(path)
+    except BenchConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _worker_spool(config: pytest.Config, bench: Bench, plan: dict[str, Any], turn_cap: int, wall_clock_ms: int) -> Store:
+    """Check this worker's bench against the controller's (before anything runs) and make its spool."""
+    from .agent import bundled_cli, import_sdk
+    from .remote import Spool, definition_mismatch, spool_root
+
+    mismatch = definition_mismatch(bench, plan["definitions"], turn_cap=turn_cap, wall_clock_ms=wall_clock_ms)
+    if mismatch:
+        raise pytest.UsageError(f"{mismatch}; no trial runs on a bench that differs: check out the controller's version")
+    try:
+        import_sdk()
+    except ImportError as exc:
+        raise pytest.UsageError(f"the Claude Agent SDK cannot be imported ({exc}): pip install pytest-benchcell") from None
+    if not Path(bundled_cli()).is_file():
+        raise pytest.UsageError(f"the SDK's bundled Claude Code CLI is missing ({bundled_cli()}): reinstall claude-agent-sdk")
+    spool = spool_root(bench.root, plan["sitting"], config.workerinput["workerid"])  # type: ignore[attr-defined]
+    try:
+        spool.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise pytest.UsageError(f"cannot make the spool of finished samples at {spool}: {exc.strerror or exc}") from None
+    return Spool(spool)
+
+
+class _XdistBridge:
+    """The controller's side of an xdist sitting: hands every worker the plan (its collection must be
+    identical), stores the samples the workers send, and stops a sitting whose worker cannot run."""
+
+    def __init__(self, state: SittingState, config: pytest.Config) -> None:
         self.state = state
+        self.config = config
+        self.receiver: Any = None
+        self.spools: dict[str, tuple[str, str]] = {}  # gateway id -> (its spec, its spool path)
 
     def pytest_configure_node(self, node: Any) -> None:
+        from .remote import Receiver, bench_reference, cell_definitions
+
+        state = self.state
+        if self.receiver is None:
+            self.receiver = Receiver(
+                store=state.store, bench=state.bench, sitting=state.sitting_id, model_kind=state.model_kind,
+                turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms,
+                expected={(t.arm, t.task, t.trial) for t in state.trials},
+            )  # fmt: skip
         node.workerinput[WORKER_PLAN_KEY] = {
-            "sitting": self.state.sitting_id,
-            "numbers": self.state.extra["numbers"],
-            "probe": self.state.probe,
+            "sitting": state.sitting_id,
+            "numbers": state.extra["numbers"],
+            "probe": state.probe,
+            "bench": bench_reference(state.bench.path, self.config.rootpath),
+            "definitions": cell_definitions(
+                state.bench, state.tallies, turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms
+            ),
+            "store": str(state.store.root.resolve()),
         }
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from .remote import SAMPLE_ATTRIBUTE
+        from .store import StoreError
+
+        line = getattr(report, SAMPLE_ATTRIBUTE, None)
+        node = getattr(report, "node", None)
+        spool = getattr(report, "benchcell_spool", None)
+        if node is not None and spool:
+            self.spools[node.gateway.id] = (str(node.gateway.spec), spool)
+        if line is None or self.receiver is None:
+            return
+        try:
+            self.receiver.take(line)
+        except StoreError as exc:
+            pytest.exit(
+                f"benchcell: {exc}; the sitting stops (the worker's spool keeps the sample: benchcell merge "
+                f"{spool} --into {self.state.store.root})", returncode=pytest.ExitCode.INTERNAL_ERROR,
+            )  # fmt: skip
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist prints the worker's whole traceback
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from .remote import SPOOL_OUTPUT, UNSENT_OUTPUT, gateway_label, refusal_cause
+
+        gateway = f"gateway {gateway_label(node.gateway.id, str(node.gateway.spec))}"
+        if error is not None and getattr(node, "workerinfo", None) is None:
+            # It went down before it could collect (its bench, a mismatch, no CLI): a replacement would
+            # fail the same way, so the sitting stops here instead of xdist restarting it forever.
+            pytest.exit(
+                f"benchcell: {gateway} cannot run trials: {refusal_cause(str(error))}; the sitting stops (no "
+                f"trial ran there; the numbers reserved for this sitting stay unused)",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        output = getattr(node, "workeroutput", None) or {}
+        if output.get(SPOOL_OUTPUT):
+            self.spools[node.gateway.id] = (str(node.gateway.spec), output[SPOOL_OUTPUT])
+        for line in output.get(UNSENT_OUTPUT, ()):  # trials an interrupt ended: no report carried them
+            if self.receiver is not None:
+                self.receiver.take(line)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Spools on this machine whose samples are all stored go; any other is named with the merge
+        that takes it in."""
+        from .remote import gateway_label, remove_settled_spool
+
+        if self.receiver is None:
+            return
+        notes = self.state.extra.setdefault("notes", [])
+        for gateway_id, (spec, path) in sorted(self.spools.items()):
+            gateway = gateway_label(gateway_id, spec)
+            spool = Path(path)
+            if spool.is_dir() and self.receiver.spool_settled(spool):
+                remove_settled_spool(spool)
+            elif spool.is_dir():
+                merge = f"benchcell merge {spool} --into {self.state.store.root}"
+                notes.append(f"the spool of {gateway} holds samples this store lacks: {merge}")
+            else:
+                notes.append(f"the spool of {gateway} stays on its machine: {spool}")
+
+
+class _XdistWorker:
+    """A worker's side: each stored sample rides on its trial's call report to the controller."""
+
+    def __init__(self, state: SittingState, config: pytest.Config) -> None:
+        self.state = state
+        self.config = config
+        self.unsent: dict[str, bytes] = {}  # nodeid -> sample (its store line), until a report carries it
+        controller_store = Path(config.workerinput[WORKER_PLAN_KEY]["store"])  # type: ignore[attr-defined]
+        if state.budget is not None and controller_store.is_dir():
+            # The controller's store is in sight (this machine): the budget counts every worker's spend
+            # stored so far, plus this worker's own (its spool), each sample once.
+            from .store import StoreSet
+
+            state.extra["spend_in"] = StoreSet([controller_store, state.store.root])
+        elif state.budget is not None:
+            # Out of sight (another machine): each worker keeps to its share, so the sitting stays within.
+            state.budget = max(1, state.budget // int(config.workerinput.get("workercount", 1)))  # type: ignore[attr-defined]
+
+    def record(self, nodeid: str, sample: dict[str, Any]) -> None:
+        self.unsent[nodeid] = self.state.store.line_of(sample)  # type: ignore[attr-defined]  # the spool's line
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
+        from .remote import SAMPLE_ATTRIBUTE
+
+        outcome = yield
+        report = outcome.get_result()
+        line = self.unsent.pop(item.nodeid, None)
+        if line is not None:
+            setattr(report, SAMPLE_ATTRIBUTE, line)
+        report.benchcell_spool = str(self.state.store.root)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from .remote import SPOOL_OUTPUT, UNSENT_OUTPUT
+
+        output = self.config.workeroutput  # type: ignore[attr-defined]
+        output[UNSENT_OUTPUT] = list(self.unsent.values())
+        output[SPOOL_OUTPUT] = str(self.state.store.root)
 
 
 class BenchFile(pytest.File):
@@ -531,7 +702,7 @@ class TrialItem(pytest.Item):
             pytest.skip(f"task {task.id} skipped for this sitting: {unusable}")
         if state.budget is not None:
             cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
-            spent = sitting_spend(state.store, cells, state.sitting_id, state.bench.weights)
+            spent = sitting_spend(state.extra.get("spend_in", state.store), cells, state.sitting_id, state.bench.weights)
             if spent >= state.budget:
                 pytest.skip(f"budget of {state.budget:,} cost-equivalent tokens reached ({spent:,.0f} spent this sitting)")
         spec = TrialSpec(
@@ -575,6 +746,9 @@ class TrialItem(pytest.Item):
         progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
+        worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
+        if worker is not None:  # an xdist worker: the sample travels to the controller's store
+            worker.record(self.nodeid, sample)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task}"
@@ -718,6 +892,7 @@ class SittingPlugin:
         if state.reserved and not state.extra["planned"] and "fill_target" in state.extra:
             lines.insert(0, f"nothing to do: every selected cell already has {state.extra['fill_target']} scored samples")
         lines[:0] = self.invalid
+        lines[-1:-1] = state.extra.get("notes", [])
         for line in lines:
             terminalreporter.write_line(line)
 

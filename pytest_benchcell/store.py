@@ -725,6 +725,22 @@ class Store:
         self._append_lines(cell, [(sample, line)])
         return self.samples_path(cell)
 
+    def append_line(self, line: bytes) -> dict[str, Any]:
+        """Append a sample that arrives as its store line (sample_line of it, as a worker's spool wrote
+        it), byte for byte; return the sample. Raises StoreError as append does, and for a line that
+        is not one JSON object on one line."""
+        if not line.endswith(b"\n") or b"\n" in line[:-1]:
+            raise StoreError("a sample line must be one line ending in a newline")
+        try:
+            sample = json.loads(line)
+        except ValueError as exc:
+            raise StoreError(f"a sample line is not JSON ({exc})") from None
+        if not isinstance(sample, dict):
+            raise StoreError("a sample line is not a JSON object")
+        validate_sample(sample)
+        self._append_lines(Cell(sample["model_kind"], sample["arm"], sample["task"]), [(sample, line)])
+        return sample
+
     def _append_lines(self, cell: Cell, lines: Sequence[tuple[Mapping[str, Any], bytes]]) -> None:
         with self._locked(create=False):
             try:
@@ -1034,8 +1050,10 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
     """Append to DEST every sample of the sources it lacks (by sample id), under DEST's lock.
 
     A merged trial gets the next free trial number of its cell in DEST (reserved like a sitting's,
-    so later sittings continue past it); the sample keeps its id, and `merged_from` records the
-    source store and its original trial number. Rescore records follow their sample's new number.
+    so later sittings continue past it), except a trial whose number DEST reserved for the sample's
+    own sitting and holds no sample under (a worker's spool after its controller died): it keeps it.
+    The sample keeps its id, and `merged_from` records the source store and its original trial
+    number. Rescore records follow their sample's new number.
     Each merged sample's transcript is copied to the same path in DEST (transcript.copy_transcript).
     Nothing in DEST is rewritten; the sources are only read."""
     result = MergeResult()
@@ -1044,7 +1062,8 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
     with dest._locked():
         for cell in cells:
             seen: dict[str, tuple[Path, int]] = {}
-            dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
+            rows = dest.cell_rows(cell, result.problems, seen)  # the ids DEST holds
+            reserved_for = _reserved_unused(dest, cell, rows)
             next_trial = dest.highest_trial(cell) + 1
             renumbered: dict[str, int] = {}
             batch: list[tuple[Mapping[str, Any], bytes]] = []
@@ -1063,6 +1082,9 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                         target = renumbered.get(str(sample.get("rescore_of")))
                         if target is not None:
                             merged["trial"] = target
+                    elif reserved_for.get(sample.get("trial")) == sample.get("sitting"):
+                        del reserved_for[sample["trial"]]  # its own reservation: the number stays
+                        renumbered[sample_id] = sample["trial"]
                     else:
                         merged["trial"] = next_trial
                         renumbered[sample_id] = next_trial
@@ -1090,6 +1112,21 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                 _merge_batch(dest, cell, batch, numbers, sitting)
         result.definitions = _merge_definitions(sources, dest)
     return result
+
+
+def _reserved_unused(dest: Store, cell: Cell, rows: Sequence[list[str]]) -> dict[Any, str]:
+    """Trial number -> the sitting DEST reserved it for, for numbers no sample of the cell holds."""
+    held = {fields[_F_REST].split("\t")[_R_TRIAL] for fields in rows if fields[_F_STATUS] != STATUS_RESCORE}
+    reserved: dict[Any, str] = {}
+    for _, raw, _ in _read_lines(dest.reservations_path(cell)):
+        try:
+            line = json.loads(raw)
+            for number in line["trials"]:
+                if isinstance(number, int) and str(number) not in held:
+                    reserved[number] = str(line["sitting"])
+        except (ValueError, TypeError, KeyError):
+            continue  # a torn reservation line reserves nothing anyone can claim
+    return reserved
 
 
 def _merge_batch(
@@ -1166,6 +1203,11 @@ def _merge_definitions(sources: Sequence[Store], dest: Store) -> int:
                     temporary.unlink()
             copied += 1
     return copied
+
+
+def sample_line(sample: Mapping[str, Any]) -> bytes:
+    """The sample as the store writes it: one line of JSON (what Store.append_line takes)."""
+    return _json_line(sample)
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:
