@@ -538,10 +538,11 @@ class _XdistBridge:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from .remote import SAMPLE_ATTRIBUTE
+        from .remote import SAMPLE_ATTRIBUTE, TRANSCRIPT_ATTRIBUTE
         from .store import StoreError
 
         line = getattr(report, SAMPLE_ATTRIBUTE, None)
+        payload = getattr(report, TRANSCRIPT_ATTRIBUTE, None)
         node = getattr(report, "node", None)
         spool = getattr(report, "benchcell_spool", None)
         if node is not None and spool:
@@ -549,7 +550,7 @@ class _XdistBridge:
         if line is None or self.receiver is None:
             return
         try:
-            self.receiver.take(line)
+            self.receiver.take(line, payload)
         except StoreError as exc:
             pytest.exit(
                 f"benchcell: {exc}; the sitting stops (the worker's spool keeps the sample: benchcell merge "
@@ -572,9 +573,9 @@ class _XdistBridge:
         output = getattr(node, "workeroutput", None) or {}
         if output.get(SPOOL_OUTPUT):
             self.spools[node.gateway.id] = (str(node.gateway.spec), output[SPOOL_OUTPUT])
-        for line in output.get(UNSENT_OUTPUT, ()):  # trials an interrupt ended: no report carried them
+        for line, payload in output.get(UNSENT_OUTPUT, ()):  # trials an interrupt ended: no report carried them
             if self.receiver is not None:
-                self.receiver.take(line)
+                self.receiver.take(line, payload)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -603,7 +604,8 @@ class _XdistWorker:
     def __init__(self, state: SittingState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
-        self.unsent: dict[str, bytes] = {}  # nodeid -> sample (its store line), until a report carries it
+        # nodeid -> the sample (its store line) and its transcript (bytes or None), until a report carries them
+        self.unsent: dict[str, tuple[bytes, bytes | None]] = {}
         controller_store = Path(config.workerinput[WORKER_PLAN_KEY]["store"])  # type: ignore[attr-defined]
         if state.budget is not None and controller_store.is_dir():
             # The controller's store is in sight (this machine): the budget counts every worker's spend
@@ -616,24 +618,26 @@ class _XdistWorker:
             state.budget = max(1, state.budget // int(config.workerinput.get("workercount", 1)))  # type: ignore[attr-defined]
 
     def record(self, nodeid: str, sample: dict[str, Any]) -> None:
-        self.unsent[nodeid] = self.state.store.line_of(sample)  # type: ignore[attr-defined]  # the spool's line
+        spool = self.state.store
+        self.unsent[nodeid] = (spool.line_of(sample), spool.transcript_of(sample))  # type: ignore[attr-defined]
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
-        from .remote import SAMPLE_ATTRIBUTE
+        from .remote import SAMPLE_ATTRIBUTE, TRANSCRIPT_ATTRIBUTE
 
         outcome = yield
         report = outcome.get_result()
-        line = self.unsent.pop(item.nodeid, None)
-        if line is not None:
-            setattr(report, SAMPLE_ATTRIBUTE, line)
+        unsent = self.unsent.pop(item.nodeid, None)
+        if unsent is not None:
+            setattr(report, SAMPLE_ATTRIBUTE, unsent[0])
+            setattr(report, TRANSCRIPT_ATTRIBUTE, unsent[1])
         report.benchcell_spool = str(self.state.store.root)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from .remote import SPOOL_OUTPUT, UNSENT_OUTPUT
 
         output = self.config.workeroutput  # type: ignore[attr-defined]
-        output[UNSENT_OUTPUT] = list(self.unsent.values())
+        output[UNSENT_OUTPUT] = [list(unsent) for unsent in self.unsent.values()]
         output[SPOOL_OUTPUT] = str(self.state.store.root)
 
 

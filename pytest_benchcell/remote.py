@@ -7,7 +7,8 @@ checkout, refuses to run anything if a definition differs (`definition_mismatch`
 provisioning or model request), and records each finished sample into a spool of its own (a
 store-format folder beside its bench, `spool_root`) instead of a store. The sample then travels back
 as its store line on the trial's call report (`SAMPLE_ATTRIBUTE`; pytest-xdist serializes a report's
-attributes), and the controller appends it under its store lock (`Receiver`). If the controller
+attributes), its transcript file beside it (`TRANSCRIPT_ATTRIBUTE`), and the controller writes the
+transcript and appends the sample under its store lock (`Receiver`). If the controller
 dies, `benchcell merge SPOOL --into STORE` takes in what it missed, by sample id.
 
 Knows nothing of pytest; plugin.py calls in.
@@ -22,13 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import transcript
 from .config import Bench
 from .store import Cell, Store, StoreError, sample_line
 
-# The trial's call report carries its stored sample under this attribute, as its store line (bytes).
+# The trial's call report carries its stored sample under this attribute, as its store line (bytes),
+# and the sample's transcript file (compressed bytes, or None) under the next.
 SAMPLE_ATTRIBUTE = "benchcell_sample"
+TRANSCRIPT_ATTRIBUTE = "benchcell_transcript"
 # A worker's output at its end: samples whose report never went out (an interrupted trial makes
-# none), and where its spool is.
+# none), each as [store line, transcript bytes or None], and where its spool is.
 UNSENT_OUTPUT = "benchcell_unsent"
 SPOOL_OUTPUT = "benchcell_spool"
 # A worker's configuration error starts with this, so the controller can tell it from a crash.
@@ -127,6 +131,10 @@ class Spool(Store):
     def line_of(self, sample: Mapping[str, Any]) -> bytes:
         return self.lines.pop(str(sample.get("id")), None) or sample_line(sample)
 
+    def transcript_of(self, sample: Mapping[str, Any]) -> bytes | None:
+        """The sample's transcript as the spool keeps it (written before the sample), to travel with it."""
+        return transcript.payload_of(self.root, sample)
+
 
 def encode_sample(sample: Mapping[str, Any]) -> bytes:
     """What travels: the sample's store line, the very bytes its spool holds (bytes, so no character of
@@ -158,8 +166,9 @@ class Receiver:
     expected: set[tuple[str, str, int]]
     received: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # sample id -> trial
 
-    def take(self, line: bytes) -> dict[str, Any]:
-        """Append one sample a worker sent (its store line, byte for byte as in the worker's spool);
+    def take(self, line: bytes, transcript_payload: bytes | None = None) -> dict[str, Any]:
+        """Append one sample a worker sent (its store line, byte for byte as in the worker's spool),
+        after writing the transcript that came with it beside the store (as a trial run here does);
         raises StoreError when it cannot be stored (the spool still holds it) or does not belong to
         this sitting."""
         try:
@@ -186,16 +195,25 @@ class Receiver:
             )
         except StoreError:
             pass  # a missing definitions file loses no measurement (as for a trial run here)
+        try:
+            transcript.receive(sample, transcript_payload, self.store.root)
+        except OSError:
+            pass  # the sample still counts; its transcript stays in the worker's spool (merge carries it)
         self.store.append_line(line)
         self.received[sample_id] = trial  # type: ignore[assignment]
         return sample
 
     def spool_settled(self, spool: Path) -> bool:
-        """Whether every sample in a spool on this machine is in the store now (then it can go)."""
+        """Whether every sample in a spool on this machine, and every transcript it keeps, is in the
+        store now (then it can go)."""
         spooled = Store(spool)
         for cell in spooled.cells([self.model_kind]):
             for sample, _ in spooled.iter_raw(cell, []):
                 if str(sample.get("id")) not in self.received:
+                    return False
+                if transcript.transcript_status(spool, sample) == transcript.KEPT and (
+                    transcript.transcript_status(self.store.root, sample) != transcript.KEPT
+                ):
                     return False
         return True
 

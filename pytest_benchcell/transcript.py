@@ -297,6 +297,33 @@ def copy_transcript(sample: Mapping[str, Any], source_root: Path, dest_root: Pat
     return KEPT
 
 
+def payload_of(store_root: Path, sample: Mapping[str, Any]) -> bytes | None:
+    """The sample's transcript file as it is on disk (compressed), when it is kept whole: what an xdist
+    worker sends to its controller beside the sample."""
+    path = transcript_path(store_root, sample)
+    if path is None or transcript_status(store_root, sample) != KEPT:
+        return None
+    return path.read_bytes()
+
+
+def receive(sample: Mapping[str, Any], payload: bytes | None, dest_root: Path) -> str:
+    """Write a transcript that travelled with its sample to the sample's path in DEST, before the sample
+    is appended. Only bytes that match the sample's reference are written (a path outside the transcripts
+    folder or other bytes never are). Returns NONE, KEPT (written, or DEST had it), or PRUNED (nothing
+    came, or what came does not match: DEST's sample then reads as pruned, and the worker's spool keeps
+    the file)."""
+    target = transcript_path(dest_root, sample)
+    if target is None:
+        return NONE
+    if target.exists():
+        return KEPT
+    expected = (reference(sample) or {}).get("sha256")
+    if payload is None or (expected and hashlib.sha256(payload).hexdigest() != expected) or _decode(payload) is None:
+        return PRUNED
+    _write_whole(target, payload)
+    return KEPT
+
+
 @dataclass
 class Pruning:
     """What `prune` removed (or, dry, would remove)."""

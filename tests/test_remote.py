@@ -14,6 +14,7 @@ from pytest_benchcell.config import load_bench
 from pytest_benchcell.remote import (
     REFUSAL_PREFIX,
     Receiver,
+    Spool,
     bench_reference,
     cell_definitions,
     definition_mismatch,
@@ -25,6 +26,7 @@ from pytest_benchcell.remote import (
     spool_root,
 )
 from pytest_benchcell.store import Cell, Store, StoreError, merge_stores
+from pytest_benchcell.transcript import KEPT, PRUNED, transcript_status, write_transcript
 
 BOUNDS = {"turn_cap": 4, "wall_clock_ms": 30000}
 
@@ -130,6 +132,32 @@ def test_a_spool_goes_only_once_every_sample_in_it_is_stored(tmp_path: Path) -> 
     assert home.spool_settled(spool)
     remove_settled_spool(spool)
     assert not (tmp_path / "checkout" / ".benchcell-spool").exists()
+
+
+def spooled_with_transcript(spool: Spool, trial: int) -> dict:
+    sample = sent(trial)
+    lines = [{"kind": "header", "format": 1}, {"kind": "text", "text": f"trial {trial}"}]
+    sample["transcript"] = write_transcript(spool.root, sample, lines)
+    spool.append(sample)
+    return sample
+
+
+def test_a_transcript_travels_with_its_sample_and_holds_its_spool_until_it_arrived(tmp_path: Path) -> None:
+    home = receiver(tmp_path, {("cli", "close-bug", 1), ("cli", "close-bug", 2), ("cli", "close-bug", 3)})
+    spool = Spool(spool_root(tmp_path / "checkout", "S1", "gw0"))
+    first, second, third = (spooled_with_transcript(spool, trial) for trial in (1, 2, 3))
+    home.take(spool.line_of(first), spool.transcript_of(first))
+    assert transcript_status(home.store.root, first) == KEPT
+    # Bytes that do not match the sample's reference are never written: the sample reads as pruned,
+    # and the spool, which keeps the real file, is not removed (the summary names it).
+    home.take(spool.line_of(second), b"other bytes")
+    assert transcript_status(home.store.root, second) == PRUNED
+    home.take(spool.line_of(third), spool.transcript_of(third))
+    assert [s["id"] for s in home.store.iter_samples([])] == [first["id"], second["id"], third["id"]]
+    assert not home.spool_settled(spool.root)  # the second transcript is only in the spool: it stays
+    (home.store.root / second["transcript"]["path"]).parent.mkdir(parents=True, exist_ok=True)
+    (home.store.root / second["transcript"]["path"]).write_bytes(spool.transcript_of(second))
+    assert home.spool_settled(spool.root)
 
 
 def test_merging_a_spool_keeps_the_numbers_its_sitting_reserved(tmp_path: Path) -> None:

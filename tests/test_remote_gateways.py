@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from benches import BENCH_TOML, CONFTEST, write_bench
 
+from pytest_benchcell.transcript import KEPT, transcript_status
+
 pytestmark = pytest.mark.e2e
 
 SITTING = ["--bench-arm", "all", "--bench-task", "say-hello,make-file", "--bench-scripted", "--bench-trials", "2"]
@@ -52,6 +54,8 @@ def test_popen_gateways_in_a_clone_bring_every_sample_home_once(pytester: pytest
             samples = stored(pytester.path / "results", arm, task)
             assert sorted(s["trial"] for s in samples) == [1, 2]
             ids += [s["id"] for s in samples]
+            # Each transcript travelled with its sample: kept beside the controller's store.
+            assert [transcript_status(pytester.path / "results", s) for s in samples] == [KEPT, KEPT]
     assert len(set(ids)) == 8
     assert files_under(far / "results") == []  # the clone's own store was never written
     assert not (far / ".benchcell-spool").exists()  # every spooled sample is stored: the spools went
@@ -260,8 +264,10 @@ def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pyt
     assert len(appends) == 4
     assert {worker for worker, _ in appends} == {"gw0", "gw1"}
     assert all(f"{os.sep}.benchcell-spool{os.sep}" in root for _, root in appends), appends  # never the store itself
-    assert sum(len(stored(pytester.path / "results", arm, "say-hello")) for arm in ("shell", "bare")) == 4
-    assert not (pytester.path / ".benchcell-spool").exists()
+    samples = [s for arm in ("shell", "bare") for s in stored(pytester.path / "results", arm, "say-hello")]
+    assert len(samples) == 4
+    assert [transcript_status(pytester.path / "results", s) for s in samples] == [KEPT] * 4
+    assert not (pytester.path / ".benchcell-spool").exists()  # the spools (and their transcripts) went
 
 
 def test_the_budget_holds_across_local_workers(pytester: pytest.Pytester) -> None:
