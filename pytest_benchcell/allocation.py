@@ -139,14 +139,14 @@ Compare = Callable[..., Any]  # statistics.compare_paired(differences, *, metric
 
 
 def differences(pairs: Sequence[tuple[Trial, Trial]], metric: str) -> list[float]:
-    """Per pair, b - a: success in {-1, 0, 1}; tokens log(b / a), 0 (a tie) where a usage is unknown or zero."""
+    """Per pair, b - a: success in {-1, 0, 1}; tokens log((b + 1) / (a + 1)) (statistics.token_log_ratio),
+    0 (a tie, as in the report) where a usage is unknown."""
     if metric == "success":
         return [float(trial_b[1]) - float(trial_a[1]) for trial_a, trial_b in pairs]
-    out = []
-    for trial_a, trial_b in pairs:
-        cost_a, cost_b = trial_a[2], trial_b[2]
-        out.append(math.log(cost_b / cost_a) if cost_a and cost_b and cost_a > 0 and cost_b > 0 else 0.0)
-    return out
+    return [
+        0.0 if trial_a[2] is None or trial_b[2] is None else math.log((trial_b[2] + 1.0) / (trial_a[2] + 1.0))
+        for trial_a, trial_b in pairs
+    ]
 
 
 def margin_of(metric: str, smallest_effect: Mapping[str, float]) -> float | None:
@@ -195,8 +195,7 @@ def judge(
             if not paired:
                 states.append(ComparisonState(a, b, metric, UNDECIDED, 0, shared, margin=margin))
                 continue
-            result = compare(differences(paired, metric), metric=metric, alpha=alpha / family,
-                             margin=margin if margin is not None else 0.0)  # fmt: skip
+            result = compare(differences(paired, metric), metric=metric, alpha=alpha / family, margin=margin)
             decision = result.decision if result.decision in DECIDED else UNDECIDED
             if decision == EQUIVALENT and margin is None:  # no margin declared: equivalence is not a claim
                 decision = UNDECIDED
