@@ -1,4 +1,5 @@
-"""The statistics behind the report: Wilson and t intervals, lognormal means, sign e-processes, Holm, pass^k.
+"""The statistics behind the report: Wilson and t intervals, lognormal means, sign and betting e-processes,
+confidence sequences, paired decisions, Holm, pass^k.
 
 Pure and stdlib-only (Student's t is computed here from the regularized incomplete beta, so the base
 install needs no scipy). Every Monte-Carlo function takes an explicit integer ``seed`` and draws from
@@ -13,6 +14,19 @@ Two scopes
   treat each task's mean as one observation and need several tasks whatever the trial count.
 * **These tasks** (the sign e-process over paired trials): the tasks are fixed and the trials within
   them are the replicates, so twelve agreeing trials on four tasks are evidence about those four.
+
+Deciding one paired comparison (the adaptive sitting's stopping rule and the report's token claim)
+------------------------------------------------------------------------------------------------------
+``compare_paired(differences, *, metric, alpha, margin) -> PairedDecision`` takes the per-pair
+differences of arms a and b in the order they were recorded (success: b - a in {-1, 0, 1}; tokens:
+``token_log_ratio(tokens_a, tokens_b)`` = log(tokens_b / tokens_a)) and returns a frozen
+``PairedDecision`` with ``decision`` in {"differs", "equivalent", "undecided"}, ``direction`` (+1: b
+higher), ``estimate``, ``interval`` (lo, hi) of an anytime-valid confidence sequence for the mean
+difference, ``e_value`` (the largest value the test e-process reached) and ``n``. "differs": the test
+e-process (sign e-process for success, betting e-process on clipped log-ratios for tokens) reached
+1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
+margin). Both guarantees hold however often the call is repeated as pairs arrive, so a caller may stop
+a comparison as soon as it is decided.
 
 benchmarks/calibration.py measures coverage, error rates and power of each method at the sizes benches
 have (4 to 8 tasks, 3 to 10 trials per cell); the README quotes its table.
@@ -571,6 +585,243 @@ def shift_mde(
     if widest == 0.0:  # trials of a cell do not vary: any shift shows in every pair, or none is enough
         return 0.0 if sign_claim_power(total_pairs, 1.0, threshold) >= power else None
     return smallest_detectable(power_at, upper=2.0 * widest, power=power)
+
+
+# -- paired comparisons in recorded order, by betting (magnitude-aware; valid at every look) ------------
+# The sign e-process above uses only which arm of a pair was higher. For tokens the size of the gap
+# carries most of the evidence, so tokens are compared on the paired log-ratio log(tokens_b / tokens_a)
+# with a betting e-process (Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
+# betting", JRSS-B 2024; Shafer, "Testing by betting", 2021). The log-ratio is clipped to
+# [-TOKEN_LOG_RATIO_CLIP, +TOKEN_LOG_RATIO_CLIP] so that a bet can never lose more than it stakes.
+#
+# Identical arms make the two trials of a pair exchangeable, so a pair's clipped log-ratio is
+# symmetric about 0 given everything recorded before it: its conditional mean is 0 and each wealth
+# process below is a test martingale. Ville's inequality then bounds the chance that it EVER reaches
+# 1/alpha by alpha, however often the report is read and whatever was done between readings.
+TOKEN_LOG_RATIO_CLIP = math.log(2.5)  # a pair 2.5 times apart counts as 2.5 times apart
+# Largest stake per pair, as a share of wealth: a pair at the clip in the wrong direction keeps 1 - 0.7.
+MAX_BET = 0.7
+# The plug-in bet shrinks towards no bet with these pseudo-observations (mean 0, second moment 0.1 on
+# the scale [-1, 1]), so the first few pairs are not bet on hard.
+_PRIOR_PAIRS = 1.0
+_PRIOR_SECOND_MOMENT = 0.1
+
+
+def token_log_ratio(tokens_a: float, tokens_b: float) -> float:
+    """log((tokens_b + 1) / (tokens_a + 1)): > 0 when b spent more. The +1 keeps a zero-token trial finite."""
+    if tokens_a < 0 or tokens_b < 0:
+        raise ValueError(f"token counts cannot be negative, got {tokens_a} and {tokens_b}")
+    return math.log((tokens_b + 1.0) / (tokens_a + 1.0))
+
+
+def clip(value: float, bound: float) -> float:
+    """value cut to [-bound, bound]."""
+    return max(-bound, min(bound, value))
+
+
+def plug_in_bet(total: float, sum_squares: float, count: int) -> float:
+    """The signed bet for the next pair from the values x in [-1, 1] seen so far (aGRAPA, a Kelly estimate).
+
+    With mean m = total / (count + 1) and second moment q = (sum_squares + 0.1) / (count + 1) (one
+    pseudo-pair of mean 0 and second moment 0.1), the bet is m / q: the growth-optimal stake
+    E[X] / E[X^2] of a small-bet approximation. Callers cut it to [-MAX_BET, MAX_BET].
+    """
+    mean_so_far = total / (count + _PRIOR_PAIRS)
+    second_moment = (sum_squares + _PRIOR_SECOND_MOMENT * _PRIOR_PAIRS) / (count + _PRIOR_PAIRS)
+    return mean_so_far / second_moment
+
+
+@dataclass(frozen=True)
+class BettingEvidence:
+    """A two-sided betting e-process over paired values in recorded order, read at its end.
+
+    e = (K_up + K_down) / 2 where K_up = prod_i (1 + l_i x_i) bets that the mean is above 0 and
+    K_down = prod_i (1 - l'_i x_i) that it is below (x_i = the clipped value / the clip, in [-1, 1];
+    l_i = max(0, bet_i) and l'_i = max(0, -bet_i) with bet_i = plug_in_bet of the pairs before i, cut
+    to MAX_BET). Each K is a test martingale when the mean is 0, so their average is one too.
+    """
+
+    pairs: int
+    e_value: float  # at the end of the sequence
+    max_up: float  # the largest e reached while K_up > K_down (1 if never): evidence that the mean is > 0
+    max_down: float  # the same while K_down > K_up: evidence that the mean is < 0
+
+    @property
+    def anytime_p(self) -> float:
+        """min(1, 1 / the largest e-value ever reached): P(ever <= alpha) <= alpha under the null."""
+        return min(1.0, 1.0 / max(self.max_up, self.max_down))
+
+    @property
+    def direction(self) -> int:
+        """+1 if the evidence peaked for a mean above 0, -1 below, 0 if neither."""
+        if self.max_up == self.max_down:
+            return 0
+        return 1 if self.max_up > self.max_down else -1
+
+
+def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEvidence:
+    """Run the two-sided betting e-process of BettingEvidence over values clipped to [-bound, bound].
+
+    A claim that the mean is above 0 needs K_up alone at 1/alpha; K_up >= e holds whenever
+    K_up > K_down, so a peak of e reached then is evidence for that direction at the same level
+    (and the same below), as for the sign e-process.
+    """
+    if not bound > 0:
+        raise ValueError(f"the bound must be > 0, got {bound}")
+    pairs = 0
+    total = sum_squares = 0.0
+    log_up = log_down = 0.0  # log K_up, log K_down
+    best_up = best_down = 0.0  # log of the running maxima of e per direction
+    for value in values:
+        x = clip(float(value), bound) / bound
+        bet = max(-MAX_BET, min(MAX_BET, plug_in_bet(total, sum_squares, pairs)))
+        if bet > 0:
+            log_up += math.log1p(bet * x)
+        elif bet < 0:
+            log_down += math.log1p(bet * x)  # bet = -l': the factor is 1 - l' x
+        pairs += 1
+        total += x
+        sum_squares += x * x
+        log_e = _log_mean_exp(log_up, log_down)
+        if log_up > log_down:
+            best_up = max(best_up, log_e)
+        elif log_down > log_up:
+            best_down = max(best_down, log_e)
+    value_now, max_up, max_down = (math.exp(min(v, 700.0)) for v in (_log_mean_exp(log_up, log_down), best_up, best_down))
+    return BettingEvidence(pairs, value_now, max_up, max_down)
+
+
+def _log_mean_exp(a: float, b: float) -> float:
+    """log((e^a + e^b) / 2) without overflow."""
+    top = max(a, b)
+    return top + math.log((math.exp(a - top) + math.exp(b - top)) / 2.0)
+
+
+# -- confidence sequences for a mean of bounded values ---------------------------------------------------
+def _psi_e(bet: float) -> float:
+    """psi_E(l) = (-log(1 - l) - l) / 4, the cost term of the empirical-Bernstein supermartingale."""
+    return (-math.log1p(-bet) - bet) / 4.0
+
+
+# The predictable plug-in bets of the empirical-Bernstein confidence sequence are cut here (the paper's c).
+EB_MAX_BET = 0.75
+
+
+def confidence_sequence(
+    values: Iterable[float], *, low: float, high: float, alpha: float
+) -> list[tuple[float, float]]:
+    """Anytime-valid confidence sequence for the mean of values in [low, high], in recorded order.
+
+    The predictable plug-in empirical-Bernstein sequence (PrPl-EB, Waudby-Smith & Ramdas 2024,
+    Theorem 2) on y = (value - low) / (high - low) in [0, 1]: with mu_hat_t = (1/2 + sum_{i<=t} y_i)/(t+1),
+    sigma2_hat_t = (1/4 + sum_{i<=t} (y_i - mu_hat_i)^2)/(t+1), the bet
+    lambda_t = min(sqrt(2 log(2/alpha) / (sigma2_hat_{t-1} t log(1 + t))), 0.75) and
+    v_t = 4 (y_t - mu_hat_{t-1})^2,
+
+        C_t = sum_i lambda_i y_i / sum_i lambda_i  +-  (log(2/alpha) + sum_i v_i psi_E(lambda_i)) / sum_i lambda_i,
+
+    intersected with every earlier C_s (the running intersection) and with [low, high]; returned on
+    the values' own scale, one interval per value. With probability >= 1 - alpha every interval
+    contains the lambda-weighted mean of the conditional means so far (the common mean when it does
+    not change); in particular if every value's conditional mean is >= X, no upper end ever falls
+    below X except with probability alpha / 2.
+    """
+    if not high > low:
+        raise ValueError(f"need low < high, got [{low}, {high}]")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    width = high - low
+    log_term = math.log(2.0 / alpha)
+    total_y = 0.0
+    mu_hat, sigma2_hat = 0.5, 0.25
+    sum_bets = sum_weighted = sum_costs = 0.0
+    sum_sq_dev = 0.0
+    running_low, running_high = 0.0, 1.0
+    out: list[tuple[float, float]] = []
+    for t, value in enumerate(values, start=1):
+        if not low - 1e-12 <= value <= high + 1e-12:
+            raise ValueError(f"value {value} lies outside [{low}, {high}]")
+        y = min(1.0, max(0.0, (value - low) / width))
+        bet = min(math.sqrt(2.0 * log_term / (sigma2_hat * t * math.log1p(t))), EB_MAX_BET)
+        sum_bets += bet
+        sum_weighted += bet * y
+        sum_costs += 4.0 * (y - mu_hat) ** 2 * _psi_e(bet)
+        centre = sum_weighted / sum_bets
+        half = (log_term + sum_costs) / sum_bets
+        running_low = max(running_low, centre - half)
+        running_high = min(running_high, centre + half)
+        # mu_hat and sigma2_hat of the first t values serve the next value
+        total_y += y
+        mu_hat = (0.5 + total_y) / (t + 1)
+        sum_sq_dev += (y - mu_hat) ** 2
+        sigma2_hat = (0.25 + sum_sq_dev) / (t + 1)
+        # An empty running intersection can only happen with probability <= alpha; it is shown as the
+        # point where the two ends met rather than as an inverted interval.
+        shown_low, shown_high = (running_low, running_high) if running_low <= running_high else ((running_low + running_high) / 2,) * 2
+        out.append((low + width * shown_low, low + width * shown_high))
+    return out
+
+
+# -- one decision for one paired comparison -------------------------------------------------------------
+DIFFERS, EQUIVALENT, UNDECIDED = "differs", "equivalent", "undecided"
+SUCCESS, TOKENS = "success", "tokens"
+
+
+@dataclass(frozen=True)
+class PairedDecision:
+    """What the paired differences so far decide (see compare_paired)."""
+
+    decision: str  # "differs" | "equivalent" | "undecided"
+    direction: int  # with "differs": +1 when b is higher (more successes, more tokens), -1 when lower; else 0
+    estimate: float | None  # mean of the (clipped, for tokens) differences; None for no pair
+    interval: tuple[float, float]  # the anytime-valid confidence sequence's current interval for the mean
+    e_value: float  # the largest value the test e-process ever reached: min(1, 1/e_value) is the anytime p
+    n: int  # pairs used
+
+
+def compare_paired(
+    differences: Sequence[float], *, metric: str, alpha: float = 0.05, margin: float | None = None
+) -> PairedDecision:
+    """Decide one paired comparison of arms a and b from its per-pair differences, in recorded order.
+
+    ``differences``: success b - a in {-1, 0, 1}; tokens log(tokens_b / tokens_a) (token_log_ratio).
+    Returns "differs" when the test e-process ever reached 1/alpha (success: the sign e-process;
+    tokens: the betting e-process on the clipped log-ratio), "equivalent" when ``margin`` (> 0, in
+    the differences' units: a share of successes, or a log-ratio such as log(1.2)) is given and the
+    whole confidence sequence lies inside (-margin, margin), else "undecided". Each claim keeps its
+    own guarantee however often this is called as pairs arrive: a wrong "differs" (arms identical)
+    at most alpha, a wrong "equivalent" (every pair's mean difference at least margin one way) at
+    most alpha / 2.
+    """
+    if metric not in (SUCCESS, TOKENS):
+        raise ValueError(f"metric must be {SUCCESS!r} or {TOKENS!r}, got {metric!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    if margin is not None and not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin}")
+    values = [float(d) for d in differences]
+    if metric == SUCCESS:
+        if any(v not in (-1.0, 0.0, 1.0) for v in values):
+            raise ValueError("success differences must be -1, 0 or 1")
+        bound = 1.0
+        sign = sign_e_process(values)
+        e_max, direction = max(sign.max_up, sign.max_down), sign.direction
+    else:
+        bound = TOKEN_LOG_RATIO_CLIP
+        values = [clip(v, bound) for v in values]
+        bet = betting_e_process(values, bound=bound)
+        e_max, direction = max(bet.max_up, bet.max_down), bet.direction
+    if not values:
+        return PairedDecision(UNDECIDED, 0, None, (-bound, bound), 1.0, 0)
+    interval = confidence_sequence(values, low=-bound, high=bound, alpha=alpha)[-1]
+    estimate = mean(values)
+    if e_max >= 1.0 / alpha and direction != 0:
+        decision = DIFFERS
+    elif margin is not None and -margin < interval[0] and interval[1] < margin:
+        decision, direction = EQUIVALENT, 0
+    else:
+        decision, direction = UNDECIDED, 0
+    return PairedDecision(decision, direction, estimate, interval, e_max, len(values))
 
 
 # -- multiplicity --------------------------------------------------------------------------------------
