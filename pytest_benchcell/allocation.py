@@ -329,7 +329,7 @@ def _describe(
         elif not open_:
             reason = "every comparison it serves is decided: " + "; ".join(f"{s.name} {s.decision}" for s in serves)
         else:
-            reason = "the sitting's limit is spent on cheaper or less-paired trials first"
+            reason = "no room left in the sitting's limit for its next paired trial"
         cells[cell] = CellPlan(arm, task, count, costs.get(cell), reason)
     limit_parts = []
     if trial_limit is not None:

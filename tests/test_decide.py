@@ -1,0 +1,160 @@
+"""`--bench-fill decide` black-box: the plan and its reasons, a scripted run, xdist, nothing left, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from benches import CONFTEST, write_bench
+from sample_factory import cell_samples, of_bench, write_samples
+
+DECIDE_BENCH = """
+[bench]
+name = "decide"
+model = "claude-sonnet-4-5"
+store = "results"
+trials = 2
+turn_cap = 4
+wall_clock_ms = 30000
+comparisons = [["shell", "bare"]]
+
+[bench.smallest_effect]
+success = 0.3
+tokens = 0.5
+
+[arms.shell]
+tools = ["Bash"]
+binaries = ["touch"]
+bootstrap = "The shell is available."
+
+[arms.bare]
+tools = ["Bash"]
+bootstrap = "Only common text utilities are available."
+
+[arms.other]
+tools = ["Bash"]
+bootstrap = "Not compared with anything."
+
+[tasks.say-hello]
+tier = "read"
+intent = "Say hello."
+required_facts = ["hello"]
+"""
+
+SELECT = ["--bench-arm", "shell,bare", "--bench-task", "say-hello", "--bench-scripted", "--bench-fill", "decide"]
+
+
+def store_cells(pytester: pytest.Pytester, cells: dict[str, dict]) -> None:
+    """Scripted samples of the bench's current definitions: arm -> cell_samples keyword arguments."""
+    samples = []
+    for arm, fields in cells.items():
+        samples += [of_bench(s, pytester.path / "bench.toml") for s in cell_samples(arm, "say-hello", model_kind="scripted", **fields)]
+    write_samples(pytester.path / "results", samples)
+
+
+def trial_numbers(pytester: pytest.Pytester, arm: str) -> list[int]:
+    path = pytester.path / "results" / "scripted" / arm / "say-hello.jsonl"
+    return sorted(json.loads(line)["trial"] for line in path.read_text().splitlines() if line.strip())
+
+
+PLAN_LINES = [
+    "comparisons (2 of 2 undecided):",
+    "    shell vs bare on success: undecided (no paired trial yet: both arms need the floor on a shared task)",
+    "    shell vs bare on tokens: undecided (no paired trial yet: both arms need the floor on a shared task)",
+    "plan: 4 trials, ~15,600 cost-equivalent tokens expected (a sitting of at most 4 trials)",
+    "    shell x say-hello: 1 trial, ~3,900 tokens each: advances shell vs bare (success, tokens undecided)",
+    "    bare x say-hello: 3 trials, ~3,900 tokens each: 1 scored, the floor is 3; advances shell vs bare (success, tokens undecided)",
+]
+
+
+def seed_store(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, DECIDE_BENCH, CONFTEST)
+    store_cells(pytester, {"shell": {"count": 3}, "bare": {"count": 1}})
+
+
+def test_collect_only_shows_the_plan_and_the_reason_for_each_cell(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    result = pytester.runpytest(*SELECT, "--bench-trials", "4", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "bench.toml::shell-say-hello-t4", "bench.toml::bare-say-hello-t2", "bench.toml::bare-say-hello-t3",
+        "bench.toml::bare-say-hello-t4", *PLAN_LINES, "*4 tests collected*",
+    ])  # fmt: skip
+    assert trial_numbers(pytester, "bare") == [1]  # a preview: nothing ran, nothing reserved
+
+
+@pytest.mark.e2e
+def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    result = pytester.runpytest(*SELECT, "--bench-trials", "4")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([*PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)"])
+    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
+
+
+@pytest.mark.e2e
+def test_every_xdist_worker_runs_the_controllers_plan(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    preview = pytester.runpytest(*SELECT, "--bench-trials", "4", "--collect-only", "-q")
+    previewed = sorted(line for line in preview.stdout.lines if line.startswith("bench.toml::"))
+    result = pytester.runpytest_subprocess(*SELECT, "--bench-trials", "4", "-n", "2", "-v")
+    result.assert_outcomes(passed=4)  # xdist refuses to run when its workers collect different items
+    ran = sorted(line.split()[-1] for line in result.stdout.lines if " PASSED " in line and "bench.toml::" in line)
+    assert ran == previewed
+    assert result.stdout.str().count("plan: 4 trials") == 1  # decided once, on the controller
+    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
+
+
+def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, DECIDE_BENCH, CONFTEST)
+    store_cells(pytester, {  # shell always passes for 1,000 tokens, bare always fails for 3,000: both decided
+        "shell": {"count": 12, "tokens": (1000, 0, 0, 0)},
+        "bare": {"count": 12, "tokens": (3000, 0, 0, 0), "outcome": "incorrect"},
+    })  # fmt: skip
+    result = pytester.runpytest(*SELECT)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "comparisons (0 of 2 undecided):",
+        "    shell vs bare on success: differs (12 paired trials, bare - shell -100.0 pp *)",
+        "    shell vs bare on tokens: differs (12 paired trials, bare/shell x2.50 *)",
+        "plan: 0 trials (a sitting of at most 4 trials)",
+        "    shell x say-hello: 0 trials: every comparison it serves is decided: shell vs bare on success differs; shell vs bare on tokens differs",
+        "nothing left to decide: every comparison is decided; no trial runs",
+    ])  # fmt: skip
+    assert trial_numbers(pytester, "bare") == list(range(1, 13))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bench-arm", "shell,other"],
+         "*--bench-fill decide --bench-arm shell,other: no comparison among the selected arms to decide ([[]bench[]] "
+         "comparisons in *bench.toml: shell vs bare); select both arms of a comparison*"),
+        (["--bench-arm", "shell,bare", "--bench-fill=sometimes"],
+         "*--bench-fill: 'sometimes' is not a whole number; allowed: a whole number >= 1, or decide*"),
+    ],
+)  # fmt: skip
+def test_decide_refuses_what_it_cannot_do(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    write_bench(pytester, DECIDE_BENCH, CONFTEST)
+    result = pytester.runpytest(*args, "--bench-task", "say-hello", "--bench-scripted", "--bench-fill", "decide")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_the_old_fill_forms_keep_working(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    bare = ["--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted", "--collect-only", "-q"]
+    pytester.runpytest(*bare, "--bench-fill").stdout.fnmatch_lines(["*2 tests collected*"])  # to the floor of 3
+    pytester.runpytest(*bare, "--bench-fill=5").stdout.fnmatch_lines(["*4 tests collected*"])
+    pytester.runpytest(*bare, "--bench-fill", "6").stdout.fnmatch_lines(["*5 tests collected*"])
+
+
+def test_decide_with_a_budget_plans_within_it(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    result = pytester.runpytest(*SELECT, "--bench-budget", "13000", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "plan: 2 trials, ~7,800 cost-equivalent tokens expected (a budget of 13,000 cost-equivalent tokens)",
+        "*2 tests collected*",
+    ])  # fmt: skip
+    assert not Path(pytester.path / "results" / "scripted" / "bare" / "say-hello.trials").exists()
