@@ -95,16 +95,25 @@ def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> Hi
     trials: dict[tuple[str, str], list[tuple[str, bool, float | None]]] = {cell: [] for cell in cells}
     spent = 0.0
     ever: set[tuple[str, str, str]] = set()
-    states = judge(trials, PAIRS, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT, alpha=ALPHA, compare=_compare)
+    first: dict[tuple[str, str, str], tuple[str, int]] = {}  # each comparison's first decision
     sitting = 0
-    for sitting in range(1, horizon + 1):
-        if adaptive:
+    for sitting in range(1, horizon + 2):
+        if adaptive:  # the plan judges every comparison from the trials stored so far
             plan = plan_decisions(trials, PAIRS, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT,
                                   trial_limit=len(cells), compare=_compare)  # fmt: skip
-            counts = plan.counts()
-        else:
+            states, counts = plan.comparisons, plan.counts()
+        else:  # a decided comparison is not judged again: a maintainer stops at its first decision
+            open_pairs = [p for p in PAIRS if any((*p, m) not in first for m in ("success", "tokens"))]
+            states = judge(trials, open_pairs, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT,
+                           alpha=ALPHA, compare=_compare, family=len(PAIRS) * 2)  # fmt: skip
             counts = {cell: 1 for cell in cells}
-        if not sum(counts.values()):
+        for s in states:
+            key = (s.arm_a, s.arm_b, s.metric)
+            if s.decision == DIFFERS:
+                ever.add(key)
+            if s.decided and key not in first:
+                first[key] = (s.decision, 0 if not s.estimate else (1 if s.estimate > 0 else -1))
+        if len(first) == len(PAIRS) * 2 or sitting > horizon or not sum(counts.values()):
             break
         for round_index in range(max(counts.values())):  # interleaved, as sitting.plan_trials orders them
             for position, cell in enumerate(cells):
@@ -112,21 +121,23 @@ def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> Hi
                     passed, cost = world.trial(rng, cell)
                     trials[cell].append((f"{sitting:05d}.{round_index:05d}.{position:04d}", passed, cost))
                     spent += cost
-        states = judge(trials, PAIRS, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT, alpha=ALPHA,
-                       compare=_compare)  # fmt: skip
-        ever |= {(s.arm_a, s.arm_b, s.metric) for s in states if s.decision == DIFFERS}
-        if all(s.decided for s in states):
-            break
-    decisions = {
-        (s.arm_a, s.arm_b, s.metric): (s.decision, 0 if not s.estimate else (1 if s.estimate > 0 else -1)) for s in states
-    }
-    return History(spent, sitting, decisions, ever)
+    decisions = {(a, b, m): first.get((a, b, m), ("undecided", 0)) for a, b in PAIRS for m in ("success", "tokens")}
+    return History(spent, sitting - 1, decisions, ever)
+
+
+_CACHE: dict[tuple[object, ...], object] = {}
 
 
 def _compare(differences: Sequence[float], **kwargs: object) -> object:
+    """compare_paired, remembered: a comparison whose pairs did not grow is judged once."""
     from pytest_benchcell.statistics import compare_paired
 
-    return compare_paired(differences, **kwargs)  # type: ignore[arg-type]
+    key = (tuple(differences), *sorted(kwargs.items()))
+    if key not in _CACHE:
+        if len(_CACHE) > 20_000:
+            _CACHE.clear()
+        _CACHE[key] = compare_paired(differences, **kwargs)  # type: ignore[arg-type]
+    return _CACHE[key]
 
 
 def truth(effects: Mapping[str, tuple[float, float]], a: str, b: str, metric: str) -> float:

@@ -53,6 +53,7 @@ class ComparisonState:
     interval: tuple[float, float] | None = None
     e_value: float | None = None
     margin: float | None = None  # the smallest effect of interest on the estimate's scale; None: not declared
+    claim_e: float | None = None  # the e-value a difference claim needs (1 / the comparison's share of alpha)
 
     @property
     def decided(self) -> bool:
@@ -67,6 +68,8 @@ class ComparisonState:
         if not self.pairs:
             return f"{self.name}: undecided (no paired trial yet: both arms need the floor on a shared task)"
         detail = f"{self.pairs} paired trials"
+        if self.e_value is not None and self.claim_e is not None and self.decision != DIFFERS:
+            detail += f", e {self.e_value:.3g} of the {self.claim_e:.0f} a difference needs"
         if self.estimate is not None:
             detail += f", {self._show(self.estimate)}"
             if self.interval is not None:
@@ -177,14 +180,15 @@ def read_trials(
 
 def judge(
     trials: Mapping[Cell, Sequence[Trial]], pairs_of_arms: Sequence[tuple[str, str]], tasks: Sequence[str],
-    *, floor: int, smallest_effect: Mapping[str, float], alpha: float, compare: Compare,
+    *, floor: int, smallest_effect: Mapping[str, float], alpha: float, compare: Compare, family: int | None = None,
 ) -> list[ComparisonState]:  # fmt: skip
     """Every comparison's state from the stored trials, paired as the report pairs them.
 
-    The family's error is split evenly (Bonferroni over pairs x metrics), as the report's claim level."""
+    The family's error is split evenly (Bonferroni over pairs x metrics, or `family` comparisons when
+    only some of them are judged), as the report's claim level."""
     from .report.figures import _paired_in_time_order  # the report's own pairing: the evidence must match
 
-    family = max(1, len(pairs_of_arms) * len(METRICS))
+    family = family or max(1, len(pairs_of_arms) * len(METRICS))
     states = []
     for a, b in pairs_of_arms:
         shared = tuple(t for t in tasks if (a, t) in trials and (b, t) in trials)
@@ -193,7 +197,7 @@ def judge(
         for metric in METRICS:
             margin = margin_of(metric, smallest_effect)
             if not paired:
-                states.append(ComparisonState(a, b, metric, UNDECIDED, 0, shared, margin=margin))
+                states.append(ComparisonState(a, b, metric, UNDECIDED, 0, shared, margin=margin, claim_e=family / alpha))
                 continue
             result = compare(differences(paired, metric), metric=metric, alpha=alpha / family, margin=margin)
             decision = result.decision if result.decision in DECIDED else UNDECIDED
@@ -202,7 +206,7 @@ def judge(
             interval = tuple(result.interval) if getattr(result, "interval", None) is not None else None
             states.append(ComparisonState(
                 a, b, metric, decision, len(paired), shared, result.estimate, interval,  # type: ignore[arg-type]
-                result.e_value, margin,
+                result.e_value, margin, family / alpha,
             ))  # fmt: skip
     return states
 

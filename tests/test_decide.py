@@ -158,3 +158,45 @@ def test_decide_with_a_budget_plans_within_it(pytester: pytest.Pytester) -> None
         "*2 tests collected*",
     ])  # fmt: skip
     assert not Path(pytester.path / "results" / "scripted" / "bare" / "say-hello.trials").exists()
+
+
+# -- the README's section on --bench-fill decide ----------------------------------------------------------
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+SECTION = README.split("### Deciding where trials go", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+FLAT = " ".join(SECTION.split())
+
+
+def example_bench_with_history(pytester: pytest.Pytester) -> None:
+    """The example bench, with the history the README's example plan starts from (current definitions)."""
+    import shutil
+
+    for name in ("bench.toml", "conftest.py"):
+        shutil.copy(REPO / name, pytester.path / name)
+    shutil.copytree(REPO / "bench", pytester.path / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    bench_toml = pytester.path / "bench.toml"
+    history = {  # arm -> (outcomes per trial, fresh input tokens)
+        "cli-skill": (["pass"] * 6, 20_000),
+        "mcp": (["pass", "incorrect", "incorrect", "pass", "incorrect", "incorrect"], 52_000),
+        "raw-api": (["pass", "pass", "incorrect"], 30_000),
+    }
+    samples = []
+    for arm, (outcomes, fresh) in history.items():
+        for n, task in enumerate(("count-open", "close-export")):
+            samples += cell_samples(arm, task, len(outcomes), outcomes=outcomes, tokens=(fresh, 0, 0, 0), minutes=30 * n,
+                                    tier="read" if task == "count-open" else "find-then-act")  # fmt: skip
+    write_samples(pytester.path / "bench" / "results", [of_bench(s, bench_toml) for s in samples])
+
+
+def readme_output_after(heading: str) -> list[str]:
+    block = SECTION.split(heading, 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    return block.splitlines()
+
+
+def test_the_readme_example_plan_is_what_the_plugin_prints(pytester: pytest.Pytester) -> None:
+    example_bench_with_history(pytester)
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "count-open,close-export", "--bench-fill", "decide",
+                                "--bench-trials", "12", "--collect-only", "-q", "-p", "no:randomly")  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    shown = readme_output_after("<!-- readme-test: output -->")
+    assert shown and all(line in result.stdout.lines for line in shown), "\n".join(result.stdout.lines)
