@@ -181,3 +181,25 @@ def test_declared_comparisons_and_the_default_of_every_pair() -> None:
     assert declared.compared_pairs() == [("b", "a"), ("a", "c")]
     assert declared.compared_pairs(["a", "b"]) == [("b", "a")]
     assert declared.smallest_effect == {"success": 0.15, "tokens": 0.2}
+
+
+def test_the_cheaper_round_goes_first_and_a_trial_count_with_a_budget_obeys_both() -> None:
+    trials = {("a", "t1"): cell(3, cost=1000.0), ("b", "t1"): cell(3, passed=False, cost=1000.0),
+              ("c", "t1"): cell(3, cost=9000.0), ("d", "t1"): cell(3, passed=False, cost=9000.0)}  # fmt: skip
+    pairs = [("c", "d"), ("a", "b")]  # the dear pair is declared first; the cheap one still goes first
+    plan = plan_decisions(trials, pairs, ["t1"], floor=3, smallest_effect=EFFECTS, trial_limit=2)
+    assert plan.counts() == {("a", "t1"): 1, ("b", "t1"): 1, ("c", "t1"): 0, ("d", "t1"): 0}
+    assert plan.cells[("c", "t1")].reason == "no room left in the sitting's limit for its next paired trial"
+    both = plan_decisions(trials, pairs, ["t1"], floor=3, smallest_effect=EFFECTS, trial_limit=6, budget=24_000)
+    # round 1: a + b (2,000), then c + d (18,000); round 2: a + b; c + d again would pass the budget; then the count is full
+    assert both.counts() == {("a", "t1"): 2, ("b", "t1"): 2, ("c", "t1"): 1, ("d", "t1"): 1}
+    assert both.expected_tokens == 22_000
+    assert plan_decisions(trials, pairs, ["t1"], floor=3, smallest_effect=EFFECTS, trial_limit=4, budget=24_000).total == 4
+
+
+def test_expected_tokens_fall_back_to_the_arm_then_the_bench() -> None:
+    from pytest_benchcell.allocation import expected_costs
+
+    costs = expected_costs({("a", "t1"): cell(2, cost=1000.0), ("a", "t2"): [], ("b", "t1"): cell(1, cost=3000.0),
+                            ("c", "t1"): cell(1, cost=None)})  # fmt: skip
+    assert costs == {("a", "t1"): 1000.0, ("a", "t2"): 1000.0, ("b", "t1"): 3000.0, ("c", "t1"): 2000.0}
