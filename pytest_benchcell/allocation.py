@@ -123,6 +123,12 @@ class DecidePlan:
     def total(self) -> int:
         return sum(plan.trials for plan in self.cells.values())
 
+    def headline(self) -> str:
+        """One line for the sitting's header (the plan itself is printed with the summary)."""
+        undecided = sum(not c.decided for c in self.comparisons)
+        return (f"benchcell: --bench-fill decide: {self.total} trials for {undecided} of {len(self.comparisons)} "
+                f"comparisons still undecided (the plan and its reasons follow the sitting)")  # fmt: skip
+
     def lines(self) -> list[str]:
         """What --collect-only and the sitting print: each comparison's state, each cell's plan and why."""
         out = [f"comparisons ({sum(not c.decided for c in self.comparisons)} of {len(self.comparisons)} undecided):"]

@@ -648,6 +648,7 @@ class SittingPlugin:
             f"benchcell: execution audit {state.exec_audit}",
             f"benchcell: sandbox {state.sandbox}",
             *(f"benchcell: not collected, not applicable: {cell}" for cell in state.extra["not_applicable"]),
+            *([state.extra["decide"].headline()] if "decide" in state.extra else []),
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

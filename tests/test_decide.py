@@ -89,7 +89,10 @@ def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
     seed_store(pytester)
     result = pytester.runpytest(*SELECT, "--bench-trials", "4")
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines([*PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)"])
+    result.stdout.fnmatch_lines([
+        "benchcell: --bench-fill decide: 4 trials for 2 of 2 comparisons still undecided (the plan and its reasons follow the sitting)",
+        *PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)",
+    ])  # fmt: skip
     assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
 
 
@@ -200,3 +203,16 @@ def test_the_readme_example_plan_is_what_the_plugin_prints(pytester: pytest.Pyte
     assert result.ret == pytest.ExitCode.OK
     shown = readme_output_after("<!-- readme-test: output -->")
     assert shown and all(line in result.stdout.lines for line in shown), "\n".join(result.stdout.lines)
+
+
+def test_the_readme_declaration_is_the_example_benchs() -> None:
+    import tomllib
+
+    from pytest_benchcell.config import load_bench
+
+    block = SECTION.split("```toml\n", 1)[1].split("```", 1)[0]
+    declared = tomllib.loads(block)
+    bench = load_bench(REPO / "bench.toml")
+    assert [list(pair) for pair in bench.comparisons] == declared["comparisons"]
+    assert dict(bench.smallest_effect) == declared["smallest_effect"]
+    assert "120 for the example's three pairs" in FLAT and len(bench.comparisons) * 2 / 0.05 == 120
