@@ -24,6 +24,7 @@ import pytest
 from . import hookspecs
 
 if TYPE_CHECKING:
+    from .allocation import DecidePlan
     from .config import Bench
     from .sitting import PlannedTrial, SittingState
     from .store import Store
@@ -391,7 +392,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
 
 
 def _decide(option: Any, bench: Bench, store: Store, model_kind: str, arms: list[str], cells: list[Any],
-            definitions: dict[Any, Any]) -> Any:  # fmt: skip
+            definitions: dict[Any, Any]) -> DecidePlan:  # fmt: skip
     """--bench-fill decide: the plan from the samples stored before this sitting (allocation.py)."""
     from .allocation import plan_sitting
 
