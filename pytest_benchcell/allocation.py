@@ -262,8 +262,10 @@ def plan_decisions(
     states = judge(trials, pairs_of_arms, tasks, floor=floor, smallest_effect=smallest_effect, alpha=alpha,
                    compare=compare)  # fmt: skip
     costs = expected_costs(trials)
-    unknown_cost = budget is not None and any(costs[cell] is None for cell in trials)
-    if unknown_cost and trial_limit is None:  # a budget with nothing to estimate it by: a trial count instead
+    # A budget with nothing to estimate it by (no stored usage, or usage of zero tokens, which would
+    # let a budget buy trials without end): a trial count instead, and the budget is enforced as trials run.
+    unknown_cost = budget is not None and any(not costs[cell] for cell in trials)
+    if unknown_cost and trial_limit is None:
         trial_limit = fallback_trials
     depth = {cell: len(cell_trials) for cell, cell_trials in trials.items()}
     target = dict(depth)
