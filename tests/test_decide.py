@@ -216,3 +216,37 @@ def test_the_readme_declaration_is_the_example_benchs() -> None:
     assert [list(pair) for pair in bench.comparisons] == declared["comparisons"]
     assert dict(bench.smallest_effect) == declared["smallest_effect"]
     assert "120 for the example's three pairs" in FLAT and len(bench.comparisons) * 2 / 0.05 == 120
+
+
+def test_the_measured_figures_quoted_are_the_tables_and_meet_their_goals() -> None:
+    # The README quotes benchmarks/allocation.py; a quoted figure that is not in its table, or that
+    # misses its goal, is a false promise.
+    import re
+
+    table = SECTION.split("<summary>The table of that run</summary>", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    rows = [line for line in table.splitlines() if line.strip()]
+
+    def measured(world: str, tasks: int, what: str) -> float:
+        for index, line in enumerate(rows):
+            if line.startswith(f"{world}, {tasks} tasks, equal allocation"):
+                block = rows[index : index + 5]
+                found = next(row for row in block if what in row)
+                return float(re.findall(r"([\d.]+)% (?:\(|fewer)", found)[0])
+        raise AssertionError(f"no rows for {world} at {tasks} tasks")
+
+    level = re.search(r"in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories under decide "
+                      r"\(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%. - \*\*Wrong", FLAT)  # fmt: skip
+    wrong = re.search(r"direction, in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories "
+                      r"under decide \(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%", FLAT)  # fmt: skip
+    saved = re.search(r"decide spends \*\*([\d.]+)% fewer\*\* tokens at 8 tasks and \*\*([\d.]+)% fewer\*\* at 20 "
+                      r"\(goal ≥ 30%\)", FLAT)  # fmt: skip
+    assert level and wrong and saved
+    for match, world in ((level, "identical arms"), (wrong, "arms that differ")):
+        decide_8, decide_20, equal_8, equal_20 = map(float, match.groups())
+        assert max(decide_8, decide_20) <= 5.0
+        assert decide_8 == measured(world, 8, "--bench-fill decide") and decide_20 == measured(world, 20, "--bench-fill decide")
+        assert equal_8 == measured(world, 8, "equal allocation") and equal_20 == measured(world, 20, "equal allocation")
+    fewer_8, fewer_20 = map(float, saved.groups())
+    assert min(fewer_8, fewer_20) >= 30.0
+    assert (fewer_8, fewer_20) == (measured("arms that differ", 8, "tokens until"), measured("arms that differ", 20, "tokens until"))
+    assert "NO" not in table.split()
