@@ -691,6 +691,55 @@ def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEviden
     return BettingEvidence(pairs, value_now, max_up, max_down)
 
 
+# Share of the token e-process given to the sign e-process. The betting e-process alone needs many
+# pairs when a gap is small against the clip however consistent it is (12 pairs all 1.7 times apart
+# reach e ~ 20), where the sign e-process gives 2^12/13 = 315: with 0.4 of it such a gap on the example
+# bench (three arms, claim level 120) stays claimable. The price, from benchmarks/calibration.py: power
+# for tokens 20% dearer at 8 tasks x 10 trials falls from 79% (betting alone) to 75%.
+TOKEN_SIGN_WEIGHT = 0.4
+
+
+def token_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATIO_CLIP) -> BettingEvidence:
+    """The e-process of the token comparison: TOKEN_SIGN_WEIGHT x sign e-process + the rest x betting e-process.
+
+    A weighted average of two test martingales of the same pairs is one. A direction is credited only
+    while both agree (most signs positive and K_up > K_down, or both the other way): then each part's
+    half for that direction is at least the part itself, so the peak is evidence for that direction
+    at the same level.
+    """
+    values = [clip(float(v), bound) for v in values]
+    log2 = math.log(2.0)
+    nonzero = positives = 0
+    log_sign = 0.0
+    pairs = 0
+    total = sum_squares = 0.0
+    log_up = log_down = 0.0
+    best_up = best_down = 1.0
+    value_now = 1.0
+    for value in values:
+        x = value / bound
+        bet = max(-MAX_BET, min(MAX_BET, plug_in_bet(total, sum_squares, pairs)))
+        if bet > 0:
+            log_up += math.log1p(bet * x)
+        elif bet < 0:
+            log_down += math.log1p(bet * x)
+        pairs += 1
+        total += x
+        sum_squares += x * x
+        if value != 0:
+            agreeing = positives + 1 if value > 0 else nonzero + 1 - positives
+            log_sign += log2 + math.log(agreeing) - math.log(nonzero + 2)
+            nonzero += 1
+            positives += value > 0
+        betting = math.exp(min(_log_mean_exp(log_up, log_down), 700.0))
+        value_now = TOKEN_SIGN_WEIGHT * math.exp(min(log_sign, 700.0)) + (1.0 - TOKEN_SIGN_WEIGHT) * betting
+        if 2 * positives > nonzero and log_up > log_down:
+            best_up = max(best_up, value_now)
+        elif 2 * positives < nonzero and log_down > log_up:
+            best_down = max(best_down, value_now)
+    return BettingEvidence(pairs, value_now, best_up, best_down)
+
+
 def _log_mean_exp(a: float, b: float) -> float:
     """log((e^a + e^b) / 2) without overflow."""
     top = max(a, b)
@@ -786,7 +835,7 @@ def compare_paired(
 
     ``differences``: success b - a in {-1, 0, 1}; tokens log(tokens_b / tokens_a) (token_log_ratio).
     Returns "differs" when the test e-process ever reached 1/alpha (success: the sign e-process;
-    tokens: the betting e-process on the clipped log-ratio), "equivalent" when ``margin`` (> 0, in
+    tokens: token_e_process on the clipped log-ratio), "equivalent" when ``margin`` (> 0, in
     the differences' units: a share of successes, or a log-ratio such as log(1.2)) is given and the
     whole confidence sequence lies inside (-margin, margin), else "undecided". Each claim keeps its
     own guarantee however often this is called as pairs arrive: a wrong "differs" (arms identical)
@@ -809,7 +858,7 @@ def compare_paired(
     else:
         bound = TOKEN_LOG_RATIO_CLIP
         values = [clip(v, bound) for v in values]
-        bet = betting_e_process(values, bound=bound)
+        bet = token_e_process(values, bound=bound)
         e_max, direction = max(bet.max_up, bet.max_down), bet.direction
     if not values:
         return PairedDecision(UNDECIDED, 0, None, (-bound, bound), 1.0, 0)
@@ -822,6 +871,86 @@ def compare_paired(
     else:
         decision, direction = UNDECIDED, 0
     return PairedDecision(decision, direction, estimate, interval, e_max, len(values))
+
+
+# -- cost per verified success ("with our CLI a task is solved for 31k tokens") ---------------------------
+@dataclass(frozen=True)
+class CostPerSuccess:
+    """Tokens spent per verified success over a fixed set of tasks, with a Fieller interval.
+
+    estimate = (sum_t m_t) / (sum_t p_t), m_t the mean tokens per trial of task t and p_t its pass
+    rate: running every task once costs sum_t m_t tokens and verifies sum_t p_t successes on average,
+    so each success costs their ratio (every task weighs the same; with equal trial counts it is the
+    tokens of all trials divided by the passes). None when nothing passed.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None  # None: unbounded above (the passes could be zero at this confidence)
+    tokens_per_trial: float  # (1/T) sum_t m_t
+    success_rate: float  # (1/T) sum_t p_t
+    log_variance: float | None  # delta-method variance of log(estimate), for ratios between arms
+
+
+def cost_per_success(
+    cells: Sequence[Sequence[tuple[float, bool]]], *, confidence: float = DEFAULT_CONFIDENCE
+) -> CostPerSuccess:
+    """Cost per verified success over the given tasks, each a list of (tokens, passed) per trial.
+
+    The interval is about these tasks (the trials within each task are the replicates): Fieller's
+    interval for the ratio R = M / P of M = sum_t m_t and P = sum_t p_t, the set of R with
+    (M - R P)^2 <= z^2 Var(M - R P), Var(M - R P) = sum_t s_t^2(tokens - R passed) / n_t (sample
+    variances within each task). It is not symmetric and becomes unbounded above when P is within
+    z standard errors of 0. Every task needs at least two trials.
+    """
+    _check_confidence(confidence)
+    if not cells or any(len(cell) < 2 for cell in cells):
+        raise ValueError("cost per success needs at least one task and two trials per task")
+    z = two_sided_z(confidence)
+    tokens_sum = passes_sum = var_tokens = covariance = var_passes = 0.0
+    for cell in cells:
+        n = len(cell)
+        tokens = [float(t) for t, _ in cell]
+        passed = [1.0 if p else 0.0 for _, p in cell]
+        m, p = mean(tokens), mean(passed)
+        tokens_sum += m
+        passes_sum += p
+        var_tokens += math.fsum((t - m) ** 2 for t in tokens) / (n - 1) / n
+        covariance += math.fsum((t - m) * (s - p) for t, s in zip(tokens, passed)) / (n - 1) / n
+        var_passes += math.fsum((s - p) ** 2 for s in passed) / (n - 1) / n
+    count = len(cells)
+    per_trial, rate = tokens_sum / count, passes_sum / count
+    if passes_sum == 0:
+        return CostPerSuccess(None, None, None, per_trial, rate, None)
+    ratio = tokens_sum / passes_sum
+    z2 = z * z
+    # (P^2 - z^2 C) R^2 - 2 (M P - z^2 B) R + (M^2 - z^2 A) <= 0
+    quad = passes_sum**2 - z2 * var_passes
+    half_b = tokens_sum * passes_sum - z2 * covariance
+    const = tokens_sum**2 - z2 * var_tokens
+    discriminant = half_b * half_b - quad * const
+    if quad <= 0 or discriminant < 0:
+        low, high = 0.0, None  # P is not clearly above 0: any cost per success is possible
+    else:
+        root = math.sqrt(discriminant)
+        low, high = max(0.0, (half_b - root) / quad), (half_b + root) / quad
+    spread = var_tokens - 2.0 * ratio * covariance + ratio * ratio * var_passes
+    return CostPerSuccess(ratio, low, high, per_trial, rate, max(spread, 0.0) / tokens_sum**2 if tokens_sum > 0 else None)
+
+
+def cost_per_success_ratio(
+    a: CostPerSuccess, b: CostPerSuccess, *, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of a's cost per success to b's, on the log scale by the delta method:
+    exp(log R_a - log R_b +- z sqrt(Var log R_a + Var log R_b)) (the arms' trials are independent).
+    None when either arm has no success."""
+    if a.estimate is None or b.estimate is None or a.log_variance is None or b.log_variance is None:
+        return None
+    if a.estimate <= 0 or b.estimate <= 0:
+        return None
+    centre = math.log(a.estimate) - math.log(b.estimate)
+    half = two_sided_z(confidence) * math.sqrt(a.log_variance + b.log_variance)
+    return (math.exp(centre), math.exp(centre - half), math.exp(centre + half))
 
 
 # -- multiplicity --------------------------------------------------------------------------------------

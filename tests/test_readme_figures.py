@@ -112,8 +112,10 @@ def test_a_later_reading_only_extends_the_sequence(tmp_path: Path) -> None:
             for i in range(3):
                 store.append(cell_samples(arm, f"task-{t}", 1, start_trial=4 + i, minutes=100 + i, tokens=tokens(cost))[0])
     late = build_report(store, ReportSettings()).comparisons[0].pairs[0].within_tasks
-    assert early.e_max == pytest.approx(st.sign_e_value(9, 9))
-    assert late.pairs == 18 and late.e_max == pytest.approx(early.e_max)  # 9 up then 9 down: the peak stays
+    gap = st.token_log_ratio(100, 500)  # log(a / b) of a pair, a dearer
+    full = st.token_e_process([gap] * 9 + [-gap] * 9)
+    assert early.e_max == pytest.approx(st.token_e_process([gap] * 9).max_up) == pytest.approx(full.max_up)
+    assert late.pairs == 18 and late.e_max == pytest.approx(max(full.max_up, full.max_down))  # the early peak is kept
 
 
 def test_generalizing_needs_six_tasks_and_the_within_task_claim(tmp_path: Path) -> None:
