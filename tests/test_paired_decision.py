@@ -165,3 +165,48 @@ def test_a_wrong_equivalence_is_rare() -> None:
                                            low=-st.TOKEN_LOG_RATIO_CLIP, high=st.TOKEN_LOG_RATIO_CLIP, alpha=0.05)  # fmt: skip
         wrong += any(high < math.log(1.2) for _, high in intervals)
     assert wrong / 200 <= 0.025
+
+
+# -- cost per verified success -------------------------------------------------------------------------
+def test_cost_per_success_estimate_and_fieller_ends() -> None:
+    cells = [[(1000.0, True), (1400.0, False), (1200.0, True)], [(3000.0, True), (2600.0, True), (3100.0, False)]]
+    figure = st.cost_per_success(cells)
+    tokens_sum, passes_sum = 1200.0 + 2900.0, 2 / 3 + 2 / 3
+    assert figure.estimate == pytest.approx(tokens_sum / passes_sum)  # = all tokens / all passes: 12,300 / 4 x 2/... equal trials
+    assert figure.estimate == pytest.approx(sum(t for cell in cells for t, _ in cell) / 4)
+    assert figure.tokens_per_trial == pytest.approx(2050.0) and figure.success_rate == pytest.approx(2 / 3)
+    # Each end R of Fieller's interval solves (M - R P)^2 = z^2 sum_t s_t^2(tokens - R passed) / n_t.
+    z = st.two_sided_z(0.95)
+    for end in (figure.low, figure.high):
+        assert end is not None
+        spread = sum(st.sample_sd([t - end * p for t, p in cell]) ** 2 / len(cell) for cell in cells)
+        assert (tokens_sum - end * passes_sum) ** 2 == pytest.approx(z * z * spread, rel=1e-9)
+    assert figure.low < figure.estimate < figure.high
+
+
+def test_cost_per_success_without_passes_and_unbounded() -> None:
+    assert st.cost_per_success([[(10.0, False), (12.0, False)]]).estimate is None
+    rare = st.cost_per_success([[(10.0, True), (12.0, False), (11.0, False)]])
+    assert rare.estimate == pytest.approx(33.0) and rare.high is None  # one pass in 3: zero passes is plausible
+    with pytest.raises(ValueError):
+        st.cost_per_success([[(10.0, True)]])
+
+
+def test_cost_per_success_covers_in_a_seeded_simulation() -> None:
+    rng = random.Random(6)
+    rates, means = [0.3, 0.5, 0.7, 0.9], [2000.0, 5000.0, 12000.0, 30000.0]
+    truth = sum(means) / sum(rates)
+    hits = 0
+    for _ in range(300):
+        cells = [[(m * math.exp(rng.gauss(-0.045, 0.3)), rng.random() < p) for _ in range(10)] for p, m in zip(rates, means)]
+        figure = st.cost_per_success(cells)
+        hits += figure.low is not None and figure.low <= truth and (figure.high is None or truth <= figure.high)
+    assert hits / 300 >= 0.90
+
+
+def test_cost_per_success_ratio_on_the_log_scale() -> None:
+    a = st.CostPerSuccess(20000.0, 15000.0, 27000.0, 10000.0, 0.5, 0.01)
+    b = st.CostPerSuccess(10000.0, 8000.0, 13000.0, 8000.0, 0.8, 0.02)
+    ratio, low, high = st.cost_per_success_ratio(a, b)
+    half = st.two_sided_z(0.95) * math.sqrt(0.03)
+    assert (ratio, low, high) == pytest.approx((2.0, 2.0 * math.exp(-half), 2.0 * math.exp(half)))

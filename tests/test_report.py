@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import sys
@@ -602,3 +603,26 @@ def test_a_pair_with_unknown_usage_is_no_token_evidence_but_counts_for_success(t
     assert success_pair.within_tasks.pairs == 12
     cell = next(c for c in report.cells if (c.arm, c.task) == ("a", "task-0"))
     assert cell.scored == 3 and cell.cost_equivalent.n == 2
+
+
+def test_cost_per_verified_success_per_arm_and_pair(tmp_path: Path) -> None:
+    samples = []
+    for t in range(3):
+        samples += cell_samples("cli", f"t{t}", 4, outcomes=["pass", "pass", "pass", "incorrect"],
+                                tokens_by_trial=[tokens(30_000 + 1_000 * d) for d in range(4)])  # fmt: skip
+        samples += cell_samples("mcp", f"t{t}", 4, outcomes=["pass", "incorrect", "pass", "incorrect"],
+                                tokens_by_trial=[tokens(26_000 + 1_000 * d) for d in range(4)])  # fmt: skip
+    report = build_report(write_samples(tmp_path, samples), ReportSettings())
+    table = report.cost_per_success
+    assert table.scope == "these tasks" and table.tasks == ["t0", "t1", "t2"]
+    cli, mcp = table.rows
+    # cost-equivalent per trial: fresh + 1.25 x 800 + 0.1 x 4,000 + 5 x 300 = fresh + 2,900; all tokens / all passes
+    assert cli.tokens_per_success == pytest.approx(34_400 / 0.75) and cli.trials == 12
+    assert mcp.tokens_per_success == pytest.approx(30_400 / 0.5)
+    assert cli.low is not None and cli.low < cli.tokens_per_success < (cli.high or math.inf)
+    pair = table.pairs[0]
+    assert pair.ratio == pytest.approx(cli.tokens_per_success / mcp.tokens_per_success)
+    assert pair.low is not None and pair.high is not None and pair.low < pair.ratio < pair.high
+    markdown = "\n".join(render_markdown(report)) if isinstance(render_markdown(report), list) else render_markdown(report)
+    assert "Cost per verified success" in markdown and "45,867" in markdown
+    validate(report)
