@@ -14,21 +14,29 @@ from pytest_benchcell import statistics as st
 
 # -- the betting e-process ------------------------------------------------------------------------------
 def test_betting_e_process_equals_its_closed_form_on_a_hand_case() -> None:
-    # x = 0.5, -0.2, 0.9 (bound 1). Pair 1: no data, bet 0. Pair 2: mean 0.5 / 2 = 0.25, second moment
-    # (0.25 + 0.1) / 2 = 0.175, bet 1.43 cut to 0.7 -> K_up = 1 - 0.7 * 0.2 = 0.86. Pair 3: mean 0.3 / 3 = 0.1,
-    # moment (0.29 + 0.1) / 3 = 0.13, bet 0.77 cut to 0.7 -> K_up = 0.86 * 1.63. K_down stays 1.
+    # x = 0.5, -0.2, 0.9 (bound 1), bets 0.6 and 0.9 each way:
+    # K_up = ((1.3)(0.88)(1.54) + (1.45)(0.82)(1.81)) / 2, K_down = ((0.7)(1.12)(0.46) + (0.55)(1.18)(0.19)) / 2.
     evidence = st.betting_e_process([0.5, -0.2, 0.9], bound=1.0)
-    k_up = (1 - 0.7 * 0.2) * (1 + 0.7 * 0.9)
-    assert evidence.e_value == pytest.approx((k_up + 1.0) / 2.0)
-    assert evidence.max_up == pytest.approx((k_up + 1.0) / 2.0)
+    k_up = (1.3 * 0.88 * 1.54 + 1.45 * 0.82 * 1.81) / 2
+    k_down = (0.7 * 1.12 * 0.46 + 0.55 * 1.18 * 0.19) / 2
+    assert st.BETS == (0.6, 0.9)
+    assert evidence.e_value == pytest.approx((k_up + k_down) / 2)
+    assert evidence.max_up == pytest.approx((k_up + k_down) / 2)  # the peak is at the end
     assert evidence.max_down == 1.0 and evidence.direction == 1 and evidence.pairs == 3
-    assert evidence.anytime_p == pytest.approx(2.0 / (k_up + 1.0))
+    assert evidence.anytime_p == pytest.approx(2.0 / (k_up + k_down))
 
 
-def test_the_plug_in_bet_formula() -> None:
-    assert st.plug_in_bet(0.0, 0.0, 0) == 0.0
-    assert st.plug_in_bet(0.5, 0.25, 1) == pytest.approx((0.5 / 2) / (0.35 / 2))
-    assert st.plug_in_bet(-0.3, 0.29, 2) == pytest.approx(-0.1 / 0.13)
+def test_token_e_process_mixes_signs_and_bets() -> None:
+    values = [0.3, 0.4, -0.1, 0.5]
+    bound = st.TOKEN_LOG_RATIO_CLIP
+    mixed = st.token_e_process(values)
+    sign = st.sign_e_value(3, 4)
+    betting = st.betting_e_process(values, bound=bound).e_value
+    assert mixed.e_value == pytest.approx(0.4 * sign + 0.6 * betting)
+    assert st.TOKEN_SIGN_WEIGHT == 0.4
+    # Twelve pairs all 1.3 times apart: the signs carry the claim (0.4 x 315 = 126 >= 120).
+    consistent = st.token_e_process([math.log(1.3)] * 12)
+    assert consistent.max_up >= 0.4 * 2**12 / 13 >= 120
 
 
 def test_values_beyond_the_bound_are_clipped() -> None:
@@ -38,10 +46,12 @@ def test_values_beyond_the_bound_are_clipped() -> None:
 
 
 def test_betting_e_process_is_a_martingale_under_symmetry() -> None:
-    # Exact expectation over every sequence of 5 draws from a symmetric distribution: E[e_5] = 1.
+    # Exact expectation over every sequence of 5 draws from a symmetric distribution: E[e_5] = 1, for the
+    # betting e-process and for the token e-process (with the sign e-process mixed in).
     support = (-1.3, -0.4, 0.0, 0.4, 1.3)
-    total = math.fsum(st.betting_e_process(seq, bound=1.0).e_value for seq in itertools.product(support, repeat=5))
-    assert total / len(support) ** 5 == pytest.approx(1.0, abs=1e-12)
+    for process in (lambda seq: st.betting_e_process(seq, bound=1.0), lambda seq: st.token_e_process(seq, bound=1.0)):
+        total = math.fsum(process(seq).e_value for seq in itertools.product(support, repeat=5))
+        assert total / len(support) ** 5 == pytest.approx(1.0, abs=1e-12)
 
 
 def test_betting_e_process_keeps_its_level_read_after_every_pair() -> None:
@@ -50,7 +60,7 @@ def test_betting_e_process_keeps_its_level_read_after_every_pair() -> None:
     hits = 0
     for _ in range(400):
         ratios = [rng.gauss(0, 0.3) - rng.gauss(0, 0.3) for _ in range(80)]
-        evidence = st.betting_e_process(ratios, bound=st.TOKEN_LOG_RATIO_CLIP)
+        evidence = st.token_e_process(ratios)
         hits += max(evidence.max_up, evidence.max_down) >= 20
     assert hits / 400 <= 0.05
 
@@ -61,11 +71,11 @@ def test_betting_beats_signs_on_tokens_20_percent_dearer() -> None:
     betting = signs = 0
     for _ in range(300):
         ratios = [math.log(1.2) + rng.gauss(0, 0.294) - rng.gauss(0, 0.294) for _ in range(80)]
-        evidence = st.betting_e_process(ratios, bound=st.TOKEN_LOG_RATIO_CLIP)
+        evidence = st.token_e_process(ratios)
         betting += max(evidence.max_up, evidence.max_down) >= 40
         sign = st.sign_e_process(ratios)
         signs += max(sign.max_up, sign.max_down) >= 40
-    assert betting / 300 >= 0.72 and betting > signs + 30
+    assert betting / 300 >= 0.78 and betting > signs + 60
 
 
 def test_token_log_ratio() -> None:
