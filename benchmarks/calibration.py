@@ -16,9 +16,16 @@ promises. The goals (issue 13) are printed beside each measurement:
   sittings 3, 4, ..., 10: the share of histories in which any reading claims a difference, per metric
   and on either metric (<= 5%), and the share claimed by a single reading at 10 trials (<= 5%);
 * power: a success difference of 0.30 in every task (p_b = 0.7 Beta(2, 2), p_a = p_b + 0.3), 8 tasks,
-  claimed by the reading at 10 trials per cell in >= 70% of histories;
-* the printed minimum detectable effect: the claim rate where the true difference equals the MDE a
-  first history printed (60% to 95%), for success and for tokens;
+  claimed by the reading at 10 trials per cell in >= 70% of histories; tokens 20% dearer in every task
+  (trial noise lognormal, cv 0.3, i.e. log-sd 0.29) claimed at 8 tasks x 10 trials in >= 80% (issue 17),
+  with 20 tasks, with Student-t log-noise and with cv 0.5 shown beside it;
+* the printed minimum detectable effect (success; tokens print the interval of their ratio instead):
+  the claim rate where the true difference equals the MDE a first history printed (60% to 95%);
+* equivalence (statistics.compare_paired, margin log 1.2, read after every sitting of 8 pairs): claimed
+  when b is 20% dearer in every pair in <= 2.5% of histories (the bound is alpha / 2), and how often
+  it is reached by 30 sittings when the arms are identical;
+* cost per verified success: coverage of the report's interval (these tasks) of sum of task mean costs
+  / sum of task pass rates, >= 90% at 4 and 8 tasks;
 * the same identical-arms reading for the scope "tasks like these" when arms differ task by task but
   not on average (a false generalization is what that scope must avoid).
 

@@ -23,8 +23,8 @@ differences of arms a and b in the order they were recorded (success: b - a in {
 ``PairedDecision`` with ``decision`` in {"differs", "equivalent", "undecided"}, ``direction`` (+1: b
 higher), ``estimate``, ``interval`` (lo, hi) of an anytime-valid confidence sequence for the mean
 difference, ``e_value`` (the largest value the test e-process reached) and ``n``. "differs": the test
-e-process (sign e-process for success, betting e-process on clipped log-ratios for tokens) reached
-1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
+e-process (success: the sign e-process; tokens: token_e_process, constant bets on the clipped
+log-ratios mixed with the sign e-process) reached 1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
 margin). Both guarantees hold however often the call is repeated as pairs arrive, so a caller may stop
 a comparison as soon as it is decided.
 
@@ -808,7 +808,13 @@ SUCCESS, TOKENS = "success", "tokens"
 
 @dataclass(frozen=True)
 class PairedDecision:
-    """What the paired differences so far decide (see compare_paired)."""
+    """What the paired differences so far decide (see compare_paired).
+
+    The test behind "differs" and the confidence sequence behind ``interval`` are separate procedures,
+    each valid at every reading: the test is the sharper of the two, so "differs" can come while the
+    interval still holds 0 (the interval says how large the difference may be, the test whether there
+    is one).
+    """
 
     decision: str  # "differs" | "equivalent" | "undecided"
     direction: int  # with "differs": +1 when b is higher (more successes, more tokens), -1 when lower; else 0

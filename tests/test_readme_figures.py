@@ -94,10 +94,40 @@ def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
 
 def test_the_sign_e_process_formula_and_the_example_bench_case() -> None:
     says("e = 2^m / ((m+1)·C(m, k)) for k positive signs among m non-zero pairs")
-    says("+4,015 tokens with all 12 paired trials agreeing gives e = 2^12/13 = 315 ≥ 120: claimed for these tasks.")
+    says("+4,015 tokens with all 12 paired trials agreeing: the signs alone give e = 2^12/13 = 315, so the token "
+         "e-process is at least 0.4 × 315 = 126 ≥ 120: claimed for these tasks.")  # fmt: skip
     for m, k in ((12, 12), (10, 7), (5, 0)):
         assert st.sign_e_value(k, m) == pytest.approx(2**m / ((m + 1) * math.comb(m, k)))
     assert round(st.sign_e_value(12, 12)) == 315 >= 120
+    assert st.TOKEN_SIGN_WEIGHT == 0.4 and round(0.4 * st.sign_e_value(12, 12)) == 126
+    assert st.token_e_process([math.log(1.7)] * 12).max_up >= 126
+
+
+def test_tokens_are_compared_by_a_betting_e_process_on_clipped_log_ratios() -> None:
+    says("each pair gives the log-ratio log(a/b) of its cost-equivalent tokens, clipped to ±log 2.5 and scaled to x in [−1, 1]")
+    says("0.4 × the sign e-process + 0.6 × a betting e-process: the mean of the wealths Π(1 ± λx) of constant bets "
+         "λ = 0.6 and 0.9 on either side")  # fmt: skip
+    assert st.TOKEN_LOG_RATIO_CLIP == math.log(2.5) and st.BETS == (0.6, 0.9)
+    values = [math.log(1.3), math.log(4.0), -math.log(1.1)]
+    xs = [v / math.log(2.5) for v in (math.log(1.3), math.log(2.5), -math.log(1.1))]
+    wealths = [math.prod(1 + side * bet * x for x in xs) for side in (1, -1) for bet in (0.6, 0.9)]
+    assert st.token_e_process(values).e_value == pytest.approx(0.4 * st.sign_e_value(2, 3) + 0.6 * st.mean(wealths))
+
+
+def test_cost_per_verified_success_is_tokens_per_trial_over_pass_rate(tmp_path: Path) -> None:
+    says("the mean cost-equivalent tokens per trial over the headline tasks divided by the mean pass rate over them")
+    says("with equal trial counts: all tokens over all passes")
+    says("the R with (M − R·P)² ≤ z²·Σ_t s_t²(tokens − R·passed)/n_t")
+    samples = []
+    for t, outcomes in enumerate((["pass", "incorrect", "pass"], ["pass", "pass", "pass"], ["incorrect", "pass", "incorrect"])):
+        samples += cell_samples("a", f"task-{t}", 3, outcomes=outcomes, tokens_by_trial=[tokens(1000 * (t + 1) + 100 * i) for i in range(3)])
+    row = build_report(write_samples(tmp_path, samples), ReportSettings()).cost_per_success.rows[0]
+    all_tokens = sum(1000 * (t + 1) + 100 * i for t in range(3) for i in range(3))
+    assert row.tokens_per_success == pytest.approx(all_tokens / 6)
+    cells = [[(1000.0 * (t + 1) + 100 * i, o == "pass") for i, o in enumerate(outcomes)]
+             for t, outcomes in enumerate((["pass", "incorrect", "pass"], ["pass", "pass", "pass"], ["incorrect", "pass", "incorrect"]))]  # fmt: skip
+    expected = st.cost_per_success(cells)
+    assert (row.low, row.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
 
 
 def test_a_later_reading_only_extends_the_sequence(tmp_path: Path) -> None:
@@ -162,5 +192,11 @@ def test_the_calibration_figures_quoted_meet_their_goals() -> None:
     assert null and max(map(float, null.groups())) <= 5.0
     power = re.search(r"trials per cell in \*\*([\d.]+)%\*\* of histories \(goal ≥ 70%\)", FLAT)
     assert power and float(power.group(1)) >= 70.0
-    mde = re.search(r"success claimed in \*\*([\d.]+)%\*\*, tokens in \*\*([\d.]+)%\*\*", FLAT)
-    assert mde and all(60.0 <= float(v) <= 95.0 for v in mde.groups())
+    tokens_power = re.search(r"at 8 tasks × 10 trials in \*\*([\d.]+)%\*\* \(goal ≥ 80%", FLAT)
+    assert tokens_power and float(tokens_power.group(1)) >= 80.0
+    mde = re.search(r"first history printed \(8 tasks × 5 trials\): claimed in \*\*([\d.]+)%\*\* \(goal 60% to 95%\)", FLAT)
+    assert mde and 60.0 <= float(mde.group(1)) <= 95.0
+    equivalence = re.search(r"b 20% dearer is called equivalent in \*\*([\d.]+)%\*\* of histories", FLAT)
+    assert equivalence and float(equivalence.group(1)) <= 2.5
+    cost = re.search(r"\*\*([\d.]+)% at 4 tasks × 5 trials, ([\d.]+)% at 8 × 5, ([\d.]+)% at 8 × 10\*\* \(goal ≥ 90%\)", FLAT)
+    assert cost and min(map(float, cost.groups())) >= 90.0
