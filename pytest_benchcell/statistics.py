@@ -603,9 +603,9 @@ TOKEN_LOG_RATIO_CLIP = math.log(2.5)  # a pair 2.5 times apart counts as 2.5 tim
 # [-1, 1]: each way, a cautious and a bold one. A mixture of constant bets was chosen over a plug-in
 # (predictable, learned) bet because at the sizes benches have (80 pairs) learning the bet costs more
 # than the mixture's log(4): power for tokens 20% dearer at 8 tasks x 10 trials (trial log-sd 0.3,
-# claim at e >= 40) is 86% for this mixture alone and 79% for the aGRAPA plug-in (a simulation of the
-# e-process alone; benchmarks/calibration.py measures the report's).
-BETS = (0.6, 0.9)
+# claim at e >= 40) is about 86% for such a mixture alone and 79% for the aGRAPA plug-in (a simulation
+# of the e-process alone; benchmarks/calibration.py measures the report's).
+BETS = (0.7, 0.95)
 
 
 def token_log_ratio(tokens_a: float, tokens_b: float) -> float:
@@ -699,10 +699,10 @@ def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEviden
 
 # Share of the token e-process given to the sign e-process. Betting on magnitudes needs many pairs
 # when a gap is small against the clip, however consistent it is (12 pairs all 1.3 times apart reach
-# e ~ 6), where the sign e-process gives 2^12/13 = 315: with 0.4 of it a consistent gap is claimed as
-# soon as the signs alone would nearly have claimed it (the example bench's: three arms, claim level
-# 120). The price in the e-process-alone simulation above: power 83% instead of 86%.
-TOKEN_SIGN_WEIGHT = 0.4
+# e ~ 7), where the sign e-process gives 2^12/13 = 315: with 0.3 of it a consistent gap is claimed
+# about as soon as the signs alone would claim it (the example bench's, three arms, claim level 120,
+# reaches e = 136). The price in the e-process-alone simulation above: power 82% instead of 86%.
+TOKEN_SIGN_WEIGHT = 0.3
 
 
 def token_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATIO_CLIP) -> BettingEvidence:

@@ -14,12 +14,12 @@ from pytest_benchcell import statistics as st
 
 # -- the betting e-process ------------------------------------------------------------------------------
 def test_betting_e_process_equals_its_closed_form_on_a_hand_case() -> None:
-    # x = 0.5, -0.2, 0.9 (bound 1), bets 0.6 and 0.9 each way:
-    # K_up = ((1.3)(0.88)(1.54) + (1.45)(0.82)(1.81)) / 2, K_down = ((0.7)(1.12)(0.46) + (0.55)(1.18)(0.19)) / 2.
+    # x = 0.5, -0.2, 0.9 (bound 1), bets 0.7 and 0.95 each way:
+    # K_up = ((1.35)(0.86)(1.63) + (1.475)(0.81)(1.855)) / 2, K_down = ((0.65)(1.14)(0.37) + (0.525)(1.19)(0.145)) / 2.
     evidence = st.betting_e_process([0.5, -0.2, 0.9], bound=1.0)
-    k_up = (1.3 * 0.88 * 1.54 + 1.45 * 0.82 * 1.81) / 2
-    k_down = (0.7 * 1.12 * 0.46 + 0.55 * 1.18 * 0.19) / 2
-    assert st.BETS == (0.6, 0.9)
+    k_up = (1.35 * 0.86 * 1.63 + 1.475 * 0.81 * 1.855) / 2
+    k_down = (0.65 * 1.14 * 0.37 + 0.525 * 1.19 * 0.145) / 2
+    assert st.BETS == (0.7, 0.95)
     assert evidence.e_value == pytest.approx((k_up + k_down) / 2)
     assert evidence.max_up == pytest.approx((k_up + k_down) / 2)  # the peak is at the end
     assert evidence.max_down == 1.0 and evidence.direction == 1 and evidence.pairs == 3
@@ -32,11 +32,12 @@ def test_token_e_process_mixes_signs_and_bets() -> None:
     mixed = st.token_e_process(values)
     sign = st.sign_e_value(3, 4)
     betting = st.betting_e_process(values, bound=bound).e_value
-    assert mixed.e_value == pytest.approx(0.4 * sign + 0.6 * betting)
-    assert st.TOKEN_SIGN_WEIGHT == 0.4
-    # Twelve pairs all 1.3 times apart: the signs carry the claim (0.4 x 315 = 126 >= 120).
+    assert mixed.e_value == pytest.approx(0.3 * sign + 0.7 * betting)
+    assert st.TOKEN_SIGN_WEIGHT == 0.3
+    # Twelve pairs all 1.3 times apart: the bets alone reach ~7, the signs carry the claim at 40.
     consistent = st.token_e_process([math.log(1.3)] * 12)
-    assert consistent.max_up >= 0.4 * 2**12 / 13 >= 120
+    assert st.betting_e_process([math.log(1.3)] * 12, bound=st.TOKEN_LOG_RATIO_CLIP).max_up < 10
+    assert consistent.max_up >= 0.3 * 2**12 / 13 >= 40
 
 
 def test_values_beyond_the_bound_are_clipped() -> None:

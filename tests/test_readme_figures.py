@@ -94,24 +94,27 @@ def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
 
 def test_the_sign_e_process_formula_and_the_example_bench_case() -> None:
     says("e = 2^m / ((m+1)·C(m, k)) for k positive signs among m non-zero pairs")
-    says("+4,015 tokens with all 12 paired trials agreeing: the signs alone give e = 2^12/13 = 315, so the token "
-         "e-process is at least 0.4 × 315 = 126 ≥ 120: claimed for these tasks.")  # fmt: skip
+    says("+4,015 tokens with all 12 paired trials agreeing: the signs alone give e = 2^12/13 = 315, and the token "
+         "e-process 0.3 × 315 from the signs plus 0.7 × 60 from the bets = 136 ≥ 120: claimed for these tasks.")  # fmt: skip
     for m, k in ((12, 12), (10, 7), (5, 0)):
         assert st.sign_e_value(k, m) == pytest.approx(2**m / ((m + 1) * math.comb(m, k)))
     assert round(st.sign_e_value(12, 12)) == 315 >= 120
-    assert st.TOKEN_SIGN_WEIGHT == 0.4 and round(0.4 * st.sign_e_value(12, 12)) == 126
-    assert st.token_e_process([math.log(1.7)] * 12).max_up >= 126
+    # The example bench's pairs (tests/test_report.py builds the same store): cost-equivalent 5,400 + 300 t + d
+    # tokens for mcp, 4,015 more for cli-skill.
+    gaps = [math.log((9_415 + 300 * t + d) / (5_400 + 300 * t + d)) for d in (-60, 10, 50) for t in range(4)]
+    betting = st.betting_e_process(gaps, bound=st.TOKEN_LOG_RATIO_CLIP).max_up
+    assert round(betting) == 60 and round(st.token_e_process(gaps).max_up) == 136
 
 
 def test_tokens_are_compared_by_a_betting_e_process_on_clipped_log_ratios() -> None:
     says("each pair gives the log-ratio log(a/b) of its cost-equivalent tokens, clipped to ±log 2.5 and scaled to x in [−1, 1]")
-    says("0.4 × the sign e-process + 0.6 × a betting e-process: the mean of the wealths Π(1 ± λx) of constant bets "
-         "λ = 0.6 and 0.9 on either side")  # fmt: skip
-    assert st.TOKEN_LOG_RATIO_CLIP == math.log(2.5) and st.BETS == (0.6, 0.9)
+    says("0.3 × the sign e-process + 0.7 × a betting e-process: the mean of the wealths Π(1 ± λx) of constant bets "
+         "λ = 0.7 and 0.95 on either side")  # fmt: skip
+    assert st.TOKEN_LOG_RATIO_CLIP == math.log(2.5) and st.BETS == (0.7, 0.95)
     values = [math.log(1.3), math.log(4.0), -math.log(1.1)]
     xs = [v / math.log(2.5) for v in (math.log(1.3), math.log(2.5), -math.log(1.1))]
-    wealths = [math.prod(1 + side * bet * x for x in xs) for side in (1, -1) for bet in (0.6, 0.9)]
-    assert st.token_e_process(values).e_value == pytest.approx(0.4 * st.sign_e_value(2, 3) + 0.6 * st.mean(wealths))
+    wealths = [math.prod(1 + side * bet * x for x in xs) for side in (1, -1) for bet in (0.7, 0.95)]
+    assert st.token_e_process(values).e_value == pytest.approx(0.3 * st.sign_e_value(2, 3) + 0.7 * st.mean(wealths))
 
 
 def test_cost_per_verified_success_is_tokens_per_trial_over_pass_rate(tmp_path: Path) -> None:
