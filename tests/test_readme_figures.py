@@ -203,3 +203,13 @@ def test_the_calibration_figures_quoted_meet_their_goals() -> None:
     assert equivalence and float(equivalence.group(1)) <= 2.5
     cost = re.search(r"\*\*([\d.]+)% at 4 tasks × 5 trials, ([\d.]+)% at 8 × 5, ([\d.]+)% at 8 × 10\*\* \(goal ≥ 90%\)", FLAT)
     assert cost and min(map(float, cost.groups())) >= 90.0
+
+
+def test_equivalence_is_the_whole_confidence_sequence_inside_the_margin() -> None:
+    says('"equivalent" is claimed when the whole confidence sequence of the mean paired difference lies inside (−X, X)')
+    differences = [0.01 * ((-1) ** i) for i in range(400)]
+    decision = st.compare_paired(differences, metric="tokens", alpha=0.05, margin=math.log(1.2))
+    low, high = decision.interval
+    assert decision.decision == "equivalent" and -math.log(1.2) < low < high < math.log(1.2)
+    narrower = st.compare_paired(differences, metric="tokens", alpha=0.05, margin=high * 0.99)
+    assert narrower.decision == "undecided"  # the interval reaches past this margin
