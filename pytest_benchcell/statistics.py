@@ -23,8 +23,8 @@ differences of arms a and b in the order they were recorded (success: b - a in {
 ``PairedDecision`` with ``decision`` in {"differs", "equivalent", "undecided"}, ``direction`` (+1: b
 higher), ``estimate``, ``interval`` (lo, hi) of an anytime-valid confidence sequence for the mean
 difference, ``e_value`` (the largest value the test e-process reached) and ``n``. "differs": the test
-e-process (sign e-process for success, betting e-process on clipped log-ratios for tokens) reached
-1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
+e-process (success: the sign e-process; tokens: token_e_process, constant bets on the clipped
+log-ratios mixed with the sign e-process) reached 1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
 margin). Both guarantees hold however often the call is repeated as pairs arrive, so a caller may stop
 a comparison as soon as it is decided.
 
@@ -599,12 +599,13 @@ def shift_mde(
 # process below is a test martingale. Ville's inequality then bounds the chance that it EVER reaches
 # 1/alpha by alpha, however often the report is read and whatever was done between readings.
 TOKEN_LOG_RATIO_CLIP = math.log(2.5)  # a pair 2.5 times apart counts as 2.5 times apart
-# Largest stake per pair, as a share of wealth: a pair at the clip in the wrong direction keeps 1 - 0.7.
-MAX_BET = 0.7
-# The plug-in bet shrinks towards no bet with these pseudo-observations (mean 0, second moment 0.1 on
-# the scale [-1, 1]), so the first few pairs are not bet on hard.
-_PRIOR_PAIRS = 1.0
-_PRIOR_SECOND_MOMENT = 0.1
+# The constant stakes the betting e-process mixes, as shares of wealth on x = clipped value / clip in
+# [-1, 1]: each way, a cautious and a bold one. A mixture of constant bets was chosen over a plug-in
+# (predictable, learned) bet because at the sizes benches have (80 pairs) learning the bet costs more
+# than the mixture's log(4): power for tokens 20% dearer at 8 tasks x 10 trials (trial log-sd 0.3,
+# claim at e >= 40) is about 86% for such a mixture alone and 79% for the aGRAPA plug-in (a simulation
+# of the e-process alone; benchmarks/calibration.py measures the report's).
+BETS = (0.7, 0.95)
 
 
 def token_log_ratio(tokens_a: float, tokens_b: float) -> float:
@@ -619,32 +620,20 @@ def clip(value: float, bound: float) -> float:
     return max(-bound, min(bound, value))
 
 
-def plug_in_bet(total: float, sum_squares: float, count: int) -> float:
-    """The signed bet for the next pair from the values x in [-1, 1] seen so far (aGRAPA, a Kelly estimate).
-
-    With mean m = total / (count + 1) and second moment q = (sum_squares + 0.1) / (count + 1) (one
-    pseudo-pair of mean 0 and second moment 0.1), the bet is m / q: the growth-optimal stake
-    E[X] / E[X^2] of a small-bet approximation. Callers cut it to [-MAX_BET, MAX_BET].
-    """
-    mean_so_far = total / (count + _PRIOR_PAIRS)
-    second_moment = (sum_squares + _PRIOR_SECOND_MOMENT * _PRIOR_PAIRS) / (count + _PRIOR_PAIRS)
-    return mean_so_far / second_moment
-
-
 @dataclass(frozen=True)
 class BettingEvidence:
-    """A two-sided betting e-process over paired values in recorded order, read at its end.
+    """A two-sided e-process over paired values in recorded order, read at its end.
 
-    e = (K_up + K_down) / 2 where K_up = prod_i (1 + l_i x_i) bets that the mean is above 0 and
-    K_down = prod_i (1 - l'_i x_i) that it is below (x_i = the clipped value / the clip, in [-1, 1];
-    l_i = max(0, bet_i) and l'_i = max(0, -bet_i) with bet_i = plug_in_bet of the pairs before i, cut
-    to MAX_BET). Each K is a test martingale when the mean is 0, so their average is one too.
+    For betting_e_process, e = (K_up + K_down) / 2 with K_up = mean over l in BETS of prod_i (1 + l x_i)
+    (betting that the mean is above 0) and K_down = mean over l in BETS of prod_i (1 - l x_i), where
+    x_i = the clipped value / the clip, in [-1, 1]. Every product is a test martingale when the mean is
+    0, so any average of them is one too.
     """
 
     pairs: int
     e_value: float  # at the end of the sequence
-    max_up: float  # the largest e reached while K_up > K_down (1 if never): evidence that the mean is > 0
-    max_down: float  # the same while K_down > K_up: evidence that the mean is < 0
+    max_up: float  # the largest e reached while the evidence pointed above 0 (1 if never)
+    max_down: float  # the same while it pointed below 0
 
     @property
     def anytime_p(self) -> float:
@@ -659,42 +648,92 @@ class BettingEvidence:
         return 1 if self.max_up > self.max_down else -1
 
 
+class _Betting:
+    """The running state of the betting e-process: log wealth of every constant bet, each way."""
+
+    def __init__(self, bound: float) -> None:
+        if not bound > 0:
+            raise ValueError(f"the bound must be > 0, got {bound}")
+        self.bound = bound
+        self.log_up = [0.0] * len(BETS)
+        self.log_down = [0.0] * len(BETS)
+
+    def add(self, value: float) -> None:
+        x = clip(float(value), self.bound) / self.bound
+        for j, bet in enumerate(BETS):
+            self.log_up[j] += math.log1p(bet * x)
+            self.log_down[j] += math.log1p(-bet * x)
+
+    def up(self) -> float:
+        return _mean_of_exps(self.log_up)
+
+    def down(self) -> float:
+        return _mean_of_exps(self.log_down)
+
+
+def _mean_of_exps(logs: Sequence[float]) -> float:
+    return math.fsum(math.exp(min(v, 700.0)) for v in logs) / len(logs)
+
+
 def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEvidence:
     """Run the two-sided betting e-process of BettingEvidence over values clipped to [-bound, bound].
 
-    A claim that the mean is above 0 needs K_up alone at 1/alpha; K_up >= e holds whenever
-    K_up > K_down, so a peak of e reached then is evidence for that direction at the same level
-    (and the same below), as for the sign e-process.
+    A claim that the mean is above 0 needs K_up alone at 1/alpha; K_up >= e whenever K_up > K_down,
+    so a peak of e reached then is evidence for that direction at the same level (and the same below),
+    as for the sign e-process.
     """
-    if not bound > 0:
-        raise ValueError(f"the bound must be > 0, got {bound}")
+    state = _Betting(bound)
     pairs = 0
-    total = sum_squares = 0.0
-    log_up = log_down = 0.0  # log K_up, log K_down
-    best_up = best_down = 0.0  # log of the running maxima of e per direction
+    e_now, best_up, best_down = 1.0, 1.0, 1.0
     for value in values:
-        x = clip(float(value), bound) / bound
-        bet = max(-MAX_BET, min(MAX_BET, plug_in_bet(total, sum_squares, pairs)))
-        if bet > 0:
-            log_up += math.log1p(bet * x)
-        elif bet < 0:
-            log_down += math.log1p(bet * x)  # bet = -l': the factor is 1 - l' x
+        state.add(value)
         pairs += 1
-        total += x
-        sum_squares += x * x
-        log_e = _log_mean_exp(log_up, log_down)
-        if log_up > log_down:
-            best_up = max(best_up, log_e)
-        elif log_down > log_up:
-            best_down = max(best_down, log_e)
-    value_now, max_up, max_down = (math.exp(min(v, 700.0)) for v in (_log_mean_exp(log_up, log_down), best_up, best_down))
-    return BettingEvidence(pairs, value_now, max_up, max_down)
+        up, down = state.up(), state.down()
+        e_now = (up + down) / 2.0
+        if up > down:
+            best_up = max(best_up, e_now)
+        elif down > up:
+            best_down = max(best_down, e_now)
+    return BettingEvidence(pairs, e_now, best_up, best_down)
 
 
-def _log_mean_exp(a: float, b: float) -> float:
-    """log((e^a + e^b) / 2) without overflow."""
-    top = max(a, b)
-    return top + math.log((math.exp(a - top) + math.exp(b - top)) / 2.0)
+# Share of the token e-process given to the sign e-process. Betting on magnitudes needs many pairs
+# when a gap is small against the clip, however consistent it is (12 pairs all 1.3 times apart reach
+# e ~ 7), where the sign e-process gives 2^12/13 = 315: with 0.3 of it a consistent gap is claimed
+# about as soon as the signs alone would claim it (the example bench's, three arms, claim level 120,
+# reaches e = 136). The price in the e-process-alone simulation above: power 82% instead of 86%.
+TOKEN_SIGN_WEIGHT = 0.3
+
+
+def token_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATIO_CLIP) -> BettingEvidence:
+    """The e-process of the token comparison: TOKEN_SIGN_WEIGHT x sign e-process + the rest x betting e-process.
+
+    A weighted average of two test martingales of the same pairs is one. A direction is credited only
+    while both agree (most signs positive and K_up > K_down, or both the other way): then each part's
+    half for that direction is at least the part itself, so the peak is evidence for that direction
+    at the same level.
+    """
+    state = _Betting(bound)
+    log2 = math.log(2.0)
+    pairs = nonzero = positives = 0
+    log_sign = 0.0
+    e_now, best_up, best_down = 1.0, 1.0, 1.0
+    for raw in values:
+        value = clip(float(raw), bound)
+        state.add(value)
+        pairs += 1
+        if value != 0:
+            agreeing = positives + 1 if value > 0 else nonzero + 1 - positives
+            log_sign += log2 + math.log(agreeing) - math.log(nonzero + 2)
+            nonzero += 1
+            positives += value > 0
+        up, down = state.up(), state.down()
+        e_now = TOKEN_SIGN_WEIGHT * math.exp(min(log_sign, 700.0)) + (1.0 - TOKEN_SIGN_WEIGHT) * (up + down) / 2.0
+        if 2 * positives > nonzero and up > down:
+            best_up = max(best_up, e_now)
+        elif 2 * positives < nonzero and down > up:
+            best_down = max(best_down, e_now)
+    return BettingEvidence(pairs, e_now, best_up, best_down)
 
 
 # -- confidence sequences for a mean of bounded values ---------------------------------------------------
@@ -769,7 +808,13 @@ SUCCESS, TOKENS = "success", "tokens"
 
 @dataclass(frozen=True)
 class PairedDecision:
-    """What the paired differences so far decide (see compare_paired)."""
+    """What the paired differences so far decide (see compare_paired).
+
+    The test behind "differs" and the confidence sequence behind ``interval`` are separate procedures,
+    each valid at every reading: the test is the sharper of the two, so "differs" can come while the
+    interval still holds 0 (the interval says how large the difference may be, the test whether there
+    is one).
+    """
 
     decision: str  # "differs" | "equivalent" | "undecided"
     direction: int  # with "differs": +1 when b is higher (more successes, more tokens), -1 when lower; else 0
@@ -786,7 +831,7 @@ def compare_paired(
 
     ``differences``: success b - a in {-1, 0, 1}; tokens log(tokens_b / tokens_a) (token_log_ratio).
     Returns "differs" when the test e-process ever reached 1/alpha (success: the sign e-process;
-    tokens: the betting e-process on the clipped log-ratio), "equivalent" when ``margin`` (> 0, in
+    tokens: token_e_process on the clipped log-ratio), "equivalent" when ``margin`` (> 0, in
     the differences' units: a share of successes, or a log-ratio such as log(1.2)) is given and the
     whole confidence sequence lies inside (-margin, margin), else "undecided". Each claim keeps its
     own guarantee however often this is called as pairs arrive: a wrong "differs" (arms identical)
@@ -809,7 +854,7 @@ def compare_paired(
     else:
         bound = TOKEN_LOG_RATIO_CLIP
         values = [clip(v, bound) for v in values]
-        bet = betting_e_process(values, bound=bound)
+        bet = token_e_process(values, bound=bound)
         e_max, direction = max(bet.max_up, bet.max_down), bet.direction
     if not values:
         return PairedDecision(UNDECIDED, 0, None, (-bound, bound), 1.0, 0)
@@ -822,6 +867,86 @@ def compare_paired(
     else:
         decision, direction = UNDECIDED, 0
     return PairedDecision(decision, direction, estimate, interval, e_max, len(values))
+
+
+# -- cost per verified success ("with our CLI a task is solved for 31k tokens") ---------------------------
+@dataclass(frozen=True)
+class CostPerSuccess:
+    """Tokens spent per verified success over a fixed set of tasks, with a Fieller interval.
+
+    estimate = (sum_t m_t) / (sum_t p_t), m_t the mean tokens per trial of task t and p_t its pass
+    rate: running every task once costs sum_t m_t tokens and verifies sum_t p_t successes on average,
+    so each success costs their ratio (every task weighs the same; with equal trial counts it is the
+    tokens of all trials divided by the passes). None when nothing passed.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None  # None: unbounded above (the passes could be zero at this confidence)
+    tokens_per_trial: float  # (1/T) sum_t m_t
+    success_rate: float  # (1/T) sum_t p_t
+    log_variance: float | None  # delta-method variance of log(estimate), for ratios between arms
+
+
+def cost_per_success(
+    cells: Sequence[Sequence[tuple[float, bool]]], *, confidence: float = DEFAULT_CONFIDENCE
+) -> CostPerSuccess:
+    """Cost per verified success over the given tasks, each a list of (tokens, passed) per trial.
+
+    The interval is about these tasks (the trials within each task are the replicates): Fieller's
+    interval for the ratio R = M / P of M = sum_t m_t and P = sum_t p_t, the set of R with
+    (M - R P)^2 <= z^2 Var(M - R P), Var(M - R P) = sum_t s_t^2(tokens - R passed) / n_t (sample
+    variances within each task). It is not symmetric and becomes unbounded above when P is within
+    z standard errors of 0. Every task needs at least two trials.
+    """
+    _check_confidence(confidence)
+    if not cells or any(len(cell) < 2 for cell in cells):
+        raise ValueError("cost per success needs at least one task and two trials per task")
+    z = two_sided_z(confidence)
+    tokens_sum = passes_sum = var_tokens = covariance = var_passes = 0.0
+    for cell in cells:
+        n = len(cell)
+        tokens = [float(t) for t, _ in cell]
+        passed = [1.0 if p else 0.0 for _, p in cell]
+        m, p = mean(tokens), mean(passed)
+        tokens_sum += m
+        passes_sum += p
+        var_tokens += math.fsum((t - m) ** 2 for t in tokens) / (n - 1) / n
+        covariance += math.fsum((t - m) * (s - p) for t, s in zip(tokens, passed)) / (n - 1) / n
+        var_passes += math.fsum((s - p) ** 2 for s in passed) / (n - 1) / n
+    count = len(cells)
+    per_trial, rate = tokens_sum / count, passes_sum / count
+    if passes_sum == 0:
+        return CostPerSuccess(None, None, None, per_trial, rate, None)
+    ratio = tokens_sum / passes_sum
+    z2 = z * z
+    # (P^2 - z^2 C) R^2 - 2 (M P - z^2 B) R + (M^2 - z^2 A) <= 0
+    quad = passes_sum**2 - z2 * var_passes
+    half_b = tokens_sum * passes_sum - z2 * covariance
+    const = tokens_sum**2 - z2 * var_tokens
+    discriminant = half_b * half_b - quad * const
+    if quad <= 0 or discriminant < 0:
+        low, high = 0.0, None  # P is not clearly above 0: any cost per success is possible
+    else:
+        root = math.sqrt(discriminant)
+        low, high = max(0.0, (half_b - root) / quad), (half_b + root) / quad
+    spread = var_tokens - 2.0 * ratio * covariance + ratio * ratio * var_passes
+    return CostPerSuccess(ratio, low, high, per_trial, rate, max(spread, 0.0) / tokens_sum**2 if tokens_sum > 0 else None)
+
+
+def cost_per_success_ratio(
+    a: CostPerSuccess, b: CostPerSuccess, *, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of a's cost per success to b's, on the log scale by the delta method:
+    exp(log R_a - log R_b +- z sqrt(Var log R_a + Var log R_b)) (the arms' trials are independent).
+    None when either arm has no success."""
+    if a.estimate is None or b.estimate is None or a.log_variance is None or b.log_variance is None:
+        return None
+    if a.estimate <= 0 or b.estimate <= 0:
+        return None
+    centre = math.log(a.estimate) - math.log(b.estimate)
+    half = two_sided_z(confidence) * math.sqrt(a.log_variance + b.log_variance)
+    return (math.exp(centre), math.exp(centre - half), math.exp(centre + half))
 
 
 # -- multiplicity --------------------------------------------------------------------------------------

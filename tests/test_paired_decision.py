@@ -14,21 +14,30 @@ from pytest_benchcell import statistics as st
 
 # -- the betting e-process ------------------------------------------------------------------------------
 def test_betting_e_process_equals_its_closed_form_on_a_hand_case() -> None:
-    # x = 0.5, -0.2, 0.9 (bound 1). Pair 1: no data, bet 0. Pair 2: mean 0.5 / 2 = 0.25, second moment
-    # (0.25 + 0.1) / 2 = 0.175, bet 1.43 cut to 0.7 -> K_up = 1 - 0.7 * 0.2 = 0.86. Pair 3: mean 0.3 / 3 = 0.1,
-    # moment (0.29 + 0.1) / 3 = 0.13, bet 0.77 cut to 0.7 -> K_up = 0.86 * 1.63. K_down stays 1.
+    # x = 0.5, -0.2, 0.9 (bound 1), bets 0.7 and 0.95 each way:
+    # K_up = ((1.35)(0.86)(1.63) + (1.475)(0.81)(1.855)) / 2, K_down = ((0.65)(1.14)(0.37) + (0.525)(1.19)(0.145)) / 2.
     evidence = st.betting_e_process([0.5, -0.2, 0.9], bound=1.0)
-    k_up = (1 - 0.7 * 0.2) * (1 + 0.7 * 0.9)
-    assert evidence.e_value == pytest.approx((k_up + 1.0) / 2.0)
-    assert evidence.max_up == pytest.approx((k_up + 1.0) / 2.0)
+    k_up = (1.35 * 0.86 * 1.63 + 1.475 * 0.81 * 1.855) / 2
+    k_down = (0.65 * 1.14 * 0.37 + 0.525 * 1.19 * 0.145) / 2
+    assert st.BETS == (0.7, 0.95)
+    assert evidence.e_value == pytest.approx((k_up + k_down) / 2)
+    assert evidence.max_up == pytest.approx((k_up + k_down) / 2)  # the peak is at the end
     assert evidence.max_down == 1.0 and evidence.direction == 1 and evidence.pairs == 3
-    assert evidence.anytime_p == pytest.approx(2.0 / (k_up + 1.0))
+    assert evidence.anytime_p == pytest.approx(2.0 / (k_up + k_down))
 
 
-def test_the_plug_in_bet_formula() -> None:
-    assert st.plug_in_bet(0.0, 0.0, 0) == 0.0
-    assert st.plug_in_bet(0.5, 0.25, 1) == pytest.approx((0.5 / 2) / (0.35 / 2))
-    assert st.plug_in_bet(-0.3, 0.29, 2) == pytest.approx(-0.1 / 0.13)
+def test_token_e_process_mixes_signs_and_bets() -> None:
+    values = [0.3, 0.4, -0.1, 0.5]
+    bound = st.TOKEN_LOG_RATIO_CLIP
+    mixed = st.token_e_process(values)
+    sign = st.sign_e_value(3, 4)
+    betting = st.betting_e_process(values, bound=bound).e_value
+    assert mixed.e_value == pytest.approx(0.3 * sign + 0.7 * betting)
+    assert st.TOKEN_SIGN_WEIGHT == 0.3
+    # Twelve pairs all 1.3 times apart: the bets alone reach ~7, the signs carry the claim at 40.
+    consistent = st.token_e_process([math.log(1.3)] * 12)
+    assert st.betting_e_process([math.log(1.3)] * 12, bound=st.TOKEN_LOG_RATIO_CLIP).max_up < 10
+    assert consistent.max_up >= 0.3 * 2**12 / 13 >= 40
 
 
 def test_values_beyond_the_bound_are_clipped() -> None:
@@ -38,10 +47,12 @@ def test_values_beyond_the_bound_are_clipped() -> None:
 
 
 def test_betting_e_process_is_a_martingale_under_symmetry() -> None:
-    # Exact expectation over every sequence of 5 draws from a symmetric distribution: E[e_5] = 1.
+    # Exact expectation over every sequence of 5 draws from a symmetric distribution: E[e_5] = 1, for the
+    # betting e-process and for the token e-process (with the sign e-process mixed in).
     support = (-1.3, -0.4, 0.0, 0.4, 1.3)
-    total = math.fsum(st.betting_e_process(seq, bound=1.0).e_value for seq in itertools.product(support, repeat=5))
-    assert total / len(support) ** 5 == pytest.approx(1.0, abs=1e-12)
+    for process in (lambda seq: st.betting_e_process(seq, bound=1.0), lambda seq: st.token_e_process(seq, bound=1.0)):
+        total = math.fsum(process(seq).e_value for seq in itertools.product(support, repeat=5))
+        assert total / len(support) ** 5 == pytest.approx(1.0, abs=1e-12)
 
 
 def test_betting_e_process_keeps_its_level_read_after_every_pair() -> None:
@@ -50,7 +61,7 @@ def test_betting_e_process_keeps_its_level_read_after_every_pair() -> None:
     hits = 0
     for _ in range(400):
         ratios = [rng.gauss(0, 0.3) - rng.gauss(0, 0.3) for _ in range(80)]
-        evidence = st.betting_e_process(ratios, bound=st.TOKEN_LOG_RATIO_CLIP)
+        evidence = st.token_e_process(ratios)
         hits += max(evidence.max_up, evidence.max_down) >= 20
     assert hits / 400 <= 0.05
 
@@ -61,11 +72,11 @@ def test_betting_beats_signs_on_tokens_20_percent_dearer() -> None:
     betting = signs = 0
     for _ in range(300):
         ratios = [math.log(1.2) + rng.gauss(0, 0.294) - rng.gauss(0, 0.294) for _ in range(80)]
-        evidence = st.betting_e_process(ratios, bound=st.TOKEN_LOG_RATIO_CLIP)
+        evidence = st.token_e_process(ratios)
         betting += max(evidence.max_up, evidence.max_down) >= 40
         sign = st.sign_e_process(ratios)
         signs += max(sign.max_up, sign.max_down) >= 40
-    assert betting / 300 >= 0.72 and betting > signs + 30
+    assert betting / 300 >= 0.78 and betting > signs + 60
 
 
 def test_token_log_ratio() -> None:
@@ -165,3 +176,48 @@ def test_a_wrong_equivalence_is_rare() -> None:
                                            low=-st.TOKEN_LOG_RATIO_CLIP, high=st.TOKEN_LOG_RATIO_CLIP, alpha=0.05)  # fmt: skip
         wrong += any(high < math.log(1.2) for _, high in intervals)
     assert wrong / 200 <= 0.025
+
+
+# -- cost per verified success -------------------------------------------------------------------------
+def test_cost_per_success_estimate_and_fieller_ends() -> None:
+    cells = [[(1000.0, True), (1400.0, False), (1200.0, True)], [(3000.0, True), (2600.0, True), (3100.0, False)]]
+    figure = st.cost_per_success(cells)
+    tokens_sum, passes_sum = 1200.0 + 2900.0, 2 / 3 + 2 / 3
+    assert figure.estimate == pytest.approx(tokens_sum / passes_sum)  # = all tokens / all passes: 12,300 / 4 x 2/... equal trials
+    assert figure.estimate == pytest.approx(sum(t for cell in cells for t, _ in cell) / 4)
+    assert figure.tokens_per_trial == pytest.approx(2050.0) and figure.success_rate == pytest.approx(2 / 3)
+    # Each end R of Fieller's interval solves (M - R P)^2 = z^2 sum_t s_t^2(tokens - R passed) / n_t.
+    z = st.two_sided_z(0.95)
+    for end in (figure.low, figure.high):
+        assert end is not None
+        spread = sum(st.sample_sd([t - end * p for t, p in cell]) ** 2 / len(cell) for cell in cells)
+        assert (tokens_sum - end * passes_sum) ** 2 == pytest.approx(z * z * spread, rel=1e-9)
+    assert figure.low < figure.estimate < figure.high
+
+
+def test_cost_per_success_without_passes_and_unbounded() -> None:
+    assert st.cost_per_success([[(10.0, False), (12.0, False)]]).estimate is None
+    rare = st.cost_per_success([[(10.0, True), (12.0, False), (11.0, False)]])
+    assert rare.estimate == pytest.approx(33.0) and rare.high is None  # one pass in 3: zero passes is plausible
+    with pytest.raises(ValueError):
+        st.cost_per_success([[(10.0, True)]])
+
+
+def test_cost_per_success_covers_in_a_seeded_simulation() -> None:
+    rng = random.Random(6)
+    rates, means = [0.3, 0.5, 0.7, 0.9], [2000.0, 5000.0, 12000.0, 30000.0]
+    truth = sum(means) / sum(rates)
+    hits = 0
+    for _ in range(300):
+        cells = [[(m * math.exp(rng.gauss(-0.045, 0.3)), rng.random() < p) for _ in range(10)] for p, m in zip(rates, means)]
+        figure = st.cost_per_success(cells)
+        hits += figure.low is not None and figure.low <= truth and (figure.high is None or truth <= figure.high)
+    assert hits / 300 >= 0.90
+
+
+def test_cost_per_success_ratio_on_the_log_scale() -> None:
+    a = st.CostPerSuccess(20000.0, 15000.0, 27000.0, 10000.0, 0.5, 0.01)
+    b = st.CostPerSuccess(10000.0, 8000.0, 13000.0, 8000.0, 0.8, 0.02)
+    ratio, low, high = st.cost_per_success_ratio(a, b)
+    half = st.two_sided_z(0.95) * math.sqrt(0.03)
+    assert (ratio, low, high) == pytest.approx((2.0, 2.0 * math.exp(-half), 2.0 * math.exp(half)))
