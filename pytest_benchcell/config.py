@@ -32,6 +32,12 @@ DEFAULT_READY_TIMEOUT_MS = 60_000
 # costs nothing to a server that starts fast. At least 1 s: below, every server would miss it.
 DEFAULT_MCP_TIMEOUT_MS = 60_000
 MIN_MCP_TIMEOUT_MS = 1_000
+# [bench.smallest_effect]: the smallest difference worth knowing about, per compared metric. Below
+# it, `--bench-fill decide` may conclude "no difference larger than this" and stop (allocation.py).
+# success: a difference of success rates (0.15 = 15 percentage points); tokens: a ratio of
+# cost-equivalent tokens (0.2 = one arm needs 20% more or fewer).
+SMALLEST_EFFECT_RULES = {"success": (0.0, 1.0, "a number above 0 and below 1 (0.15 = 15 percentage points)"),
+                         "tokens": (0.0, 10.0, "a number above 0 and below 10 (0.2 = 20% more or fewer tokens)")}
 WHITESPACE_POLICIES = ("exact", "strip", "collapse")
 CHANGE_OPS = ("set", "append", "add", "remove", "delete")
 DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
@@ -154,6 +160,16 @@ class Bench:
     exec_audit: str = DEFAULT_EXEC_AUDIT  # auto | required | off
     sandbox: str = DEFAULT_SANDBOX  # auto | required | off
     mcp_timeout_ms: int = DEFAULT_MCP_TIMEOUT_MS  # the CLI's wait for MCP servers (isolation/tool_offer.py)
+    # Pairs of arms whose comparison matters (`--bench-fill decide`); () = every pair of arms.
+    comparisons: tuple[tuple[str, str], ...] = ()
+    smallest_effect: Mapping[str, float] = field(default_factory=dict)  # metric -> smallest effect of interest
+
+    def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
+        """The declared comparisons among `arms` (default: every arm), or every pair of them."""
+        chosen = list(self.arms) if arms is None else arms
+        if self.comparisons:
+            return [(a, b) for a, b in self.comparisons if a in chosen and b in chosen]
+        return [(a, b) for i, a in enumerate(chosen) for b in chosen[i + 1 :]]
 
     @property
     def root(self) -> Path:
@@ -386,6 +402,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
         "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
+        "comparisons", "smallest_effect",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -430,6 +447,8 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     if "whitespace" in checker_table.table:
         state_policy["whitespace"] = checker_table.choice("whitespace", "collapse", WHITESPACE_POLICIES)
 
+    comparisons = _comparisons(bench, arms)
+    smallest_effect = _smallest_effect(bench.sub("smallest_effect"))
     base_prompt = bench.string("base_prompt", "")
     secrets = bench.strings("secrets")
     _refuse_unknown_secrets(bench, secrets, base_prompt, arms, tasks)
@@ -453,7 +472,45 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         exec_audit=exec_audit,
         sandbox=sandbox,
         mcp_timeout_ms=bench.integer("mcp_timeout_ms", DEFAULT_MCP_TIMEOUT_MS, minimum=MIN_MCP_TIMEOUT_MS),
+        comparisons=comparisons,
+        smallest_effect=smallest_effect,
     )
+
+
+COMPARISONS_ALLOWED = 'a list of pairs of declared arm names, e.g. [["cli-skill", "mcp"], ["cli-skill", "raw-api"]]'
+
+
+def _comparisons(bench: _Reader, arms: Mapping[str, Arm]) -> tuple[tuple[str, str], ...]:
+    """[bench] comparisons: the pairs of arms whose comparison matters, each once, two different arms."""
+    value = bench.table.get("comparisons", [])
+    if not isinstance(value, list) or not value and "comparisons" in bench.table:
+        bench.fail("comparisons", value, COMPARISONS_ALLOWED + " (leave the key out to compare every pair)")
+    pairs: list[tuple[str, str]] = []
+    for entry in value:
+        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(name, str) for name in entry)):
+            bench.fail("comparisons", entry, COMPARISONS_ALLOWED)
+        for name in entry:
+            if name not in arms:
+                bench.fail("comparisons", name, f"a declared arm: {', '.join(arms)}", choices=arms)
+        if entry[0] == entry[1]:
+            bench.fail("comparisons", entry, "a pair of two different arms")
+        if any({entry[0], entry[1]} == {a, b} for a, b in pairs):
+            bench.fail("comparisons", entry, "each pair once (a pair in either order is the same comparison)")
+        pairs.append((entry[0], entry[1]))
+    return tuple(pairs)
+
+
+def _smallest_effect(table: _Reader) -> dict[str, float]:
+    table.only(*SMALLEST_EFFECT_RULES)
+    found: dict[str, float] = {}
+    for metric, (low, high, allowed) in SMALLEST_EFFECT_RULES.items():
+        if metric not in table.table:
+            continue
+        value = table.table[metric]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not low < value < high:
+            table.fail(metric, value, allowed)
+        found[metric] = float(value)
+    return found
 
 
 def _refuse_unknown_secrets(

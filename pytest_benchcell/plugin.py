@@ -24,6 +24,7 @@ import pytest
 from . import hookspecs
 
 if TYPE_CHECKING:
+    from .allocation import DecidePlan
     from .config import Bench
     from .sitting import PlannedTrial, SittingState
     from .store import Store
@@ -70,6 +71,21 @@ def _trials_per_cell(text: str) -> int:
     return value
 
 
+FILL_DECIDE = "decide"
+
+
+def _fill_target(text: str) -> int | str:
+    """--bench-fill's value: a number of scored samples per cell, or `decide` (allocation.py)."""
+    import argparse
+
+    if text == FILL_DECIDE:
+        return text
+    try:
+        return _trials_per_cell(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, or {FILL_DECIDE}") from None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("bench_config", "pytest-benchcell: the bench definition (relative to this ini file)", default="")
     group = parser.getgroup("benchcell", "benchcell: benchmark coding-agent tools one cell at a time")
@@ -91,8 +107,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-config", default=None, dest="bench_config", metavar="PATH",
                     help="the bench definition, relative to the current directory (default: ini bench_config, else the "
                          "first bench.toml from the current directory upwards, else in the rootdir)")
-    group.addoption("--bench-fill", type=_trials_per_cell, nargs="?", const=0, default=None, dest="bench_fill",
-                    metavar="N", help="run only the trials each cell needs to reach N scored samples (default N: the floor)")
+    group.addoption("--bench-fill", type=_fill_target, nargs="?", const=0, default=None, dest="bench_fill",
+                    metavar="N|decide", help="run only the trials each cell needs to reach N scored samples (default N: "
+                    "the floor); 'decide': only trials that advance a comparison still undecided (see the README)")
     group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
     group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
@@ -277,7 +294,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
     bench = _load(config) if worker_plan is None else _load_worker_bench(config, worker_plan)
     arms, tasks = _selection(bench, option.bench_arm, option.bench_task)
-    if option.bench_fill is not None and option.bench_trials is not None:
+    if option.bench_fill not in (None, FILL_DECIDE) and option.bench_trials is not None:
         raise pytest.UsageError("--bench-fill and --bench-trials exclude each other: fill decides the trials per cell")
     probe = worker_plan["probe"] if worker_plan else _run_probe(config, bench)
     if probe is not None:
@@ -334,7 +351,11 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         else:
             counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
             scored = {cell: count.current for cell, count in counts.items()}
-            wanted = _trials_wanted(option, bench, scored)
+            if option.bench_fill == FILL_DECIDE:
+                decide = _decide(option, bench, store, model_kind, arms, cells, definitions)
+                wanted = decide.counts()
+            else:
+                wanted = _trials_wanted(option, bench, scored)
             if collect_only or not _xdist_controller(config):
                 # Without xdist the numbers are reserved once deselection (-k, -m) is done, for the
                 # trials that will run (SittingPlugin.pytest_collection_finish); --collect-only never does.
@@ -369,13 +390,33 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     ]  # fmt: skip
     state.extra["definitions"] = definitions
     state.extra["planned"] = len(state.trials)  # before deselection: 0 means a fill found nothing to do
-    if option.bench_fill is not None:
-        state.extra["fill_target"] = option.bench_fill or bench.floor
+    if option.bench_fill == FILL_DECIDE:
+        if worker_plan is None:  # workers run the controller's numbers; the plan's reasons live there
+            state.extra["decide"] = decide
+        state.extra["nothing_left"] = decide.nothing_left if worker_plan is None else "nothing left to decide"
+    elif option.bench_fill is not None:
+        target = option.bench_fill or bench.floor
+        state.extra["nothing_left"] = f"nothing to do: every selected cell already has {target} scored samples"
     for cell in cells:
         tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])
         if cell in counts:
             tally.stale_scoring, tally.duplicates = counts[cell].stale_scoring, counts[cell].duplicates
     return state
+
+
+def _decide(option: Any, bench: Bench, store: Store, model_kind: str, arms: list[str], cells: list[Any],
+            definitions: dict[Any, Any]) -> DecidePlan:  # fmt: skip
+    """--bench-fill decide: the plan from the samples stored before this sitting (allocation.py)."""
+    from .allocation import plan_sitting
+
+    if not bench.compared_pairs(arms):
+        declared = ", ".join(f"{a} vs {b}" for a, b in bench.comparisons)
+        raise pytest.UsageError(
+            f"--bench-fill decide --bench-arm {','.join(arms)}: no comparison among the selected arms to decide "
+            f"([bench] comparisons in {bench.path}: {declared or 'every pair of arms'}); select both arms of a comparison"
+        )
+    return plan_sitting(store, bench, model_kind=model_kind, arms=arms, cells=cells, definitions=definitions,
+                        trials=option.bench_trials, budget=option.bench_budget)  # fmt: skip
 
 
 def _xdist_controller(config: pytest.Config) -> bool:
@@ -786,6 +827,7 @@ class SittingPlugin:
             f"benchcell: execution audit {state.exec_audit}",
             f"benchcell: sandbox {state.sandbox}",
             *(f"benchcell: not collected, not applicable: {cell}" for cell in state.extra["not_applicable"]),
+            *([state.extra["decide"].headline()] if "decide" in state.extra else []),
         ]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -893,8 +935,10 @@ class SittingPlugin:
             spent=spent,
             budget=state.budget,
         )
-        if state.reserved and not state.extra["planned"] and "fill_target" in state.extra:
-            lines.insert(0, f"nothing to do: every selected cell already has {state.extra['fill_target']} scored samples")
+        if "decide" in state.extra:  # --bench-fill decide: the comparisons, the plan and why, before the tallies
+            lines[:0] = state.extra["decide"].lines()
+        elif state.reserved and not state.extra["planned"] and state.extra.get("nothing_left"):
+            lines.insert(0, state.extra["nothing_left"])
         lines[:0] = self.invalid
         lines[-1:-1] = state.extra.get("notes", [])
         for line in lines:
@@ -902,8 +946,8 @@ class SittingPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        # A fill with nothing left to fill is success, not pytest's "no tests collected".
-        nothing_planned = not self.state.extra["planned"] and "fill_target" in self.state.extra
+        # A fill with nothing left to fill (or to decide) is success, not pytest's "no tests collected".
+        nothing_planned = not self.state.extra["planned"] and bool(self.state.extra.get("nothing_left"))
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and nothing_planned:
             session.exitstatus = pytest.ExitCode.OK
 

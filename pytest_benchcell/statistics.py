@@ -1,4 +1,5 @@
-"""The statistics behind the report: Wilson and t intervals, lognormal means, sign e-processes, Holm, pass^k.
+"""The statistics behind the report: Wilson and t intervals, lognormal means, sign and betting e-processes,
+confidence sequences, paired decisions, Holm, pass^k.
 
 Pure and stdlib-only (Student's t is computed here from the regularized incomplete beta, so the base
 install needs no scipy). Every Monte-Carlo function takes an explicit integer ``seed`` and draws from
@@ -13,6 +14,19 @@ Two scopes
   treat each task's mean as one observation and need several tasks whatever the trial count.
 * **These tasks** (the sign e-process over paired trials): the tasks are fixed and the trials within
   them are the replicates, so twelve agreeing trials on four tasks are evidence about those four.
+
+Deciding one paired comparison (the adaptive sitting's stopping rule and the report's token claim)
+------------------------------------------------------------------------------------------------------
+``compare_paired(differences, *, metric, alpha, margin) -> PairedDecision`` takes the per-pair
+differences of arms a and b in the order they were recorded (success: b - a in {-1, 0, 1}; tokens:
+``token_log_ratio(tokens_a, tokens_b)`` = log(tokens_b / tokens_a)) and returns a frozen
+``PairedDecision`` with ``decision`` in {"differs", "equivalent", "undecided"}, ``direction`` (+1: b
+higher), ``estimate``, ``interval`` (lo, hi) of an anytime-valid confidence sequence for the mean
+difference, ``e_value`` (the largest value the test e-process reached) and ``n``. "differs": the test
+e-process (success: the sign e-process; tokens: token_e_process, constant bets on the clipped
+log-ratios mixed with the sign e-process) reached 1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
+margin). Both guarantees hold however often the call is repeated as pairs arrive, so a caller may stop
+a comparison as soon as it is decided.
 
 benchmarks/calibration.py measures coverage, error rates and power of each method at the sizes benches
 have (4 to 8 tasks, 3 to 10 trials per cell); the README quotes its table.
@@ -571,6 +585,368 @@ def shift_mde(
     if widest == 0.0:  # trials of a cell do not vary: any shift shows in every pair, or none is enough
         return 0.0 if sign_claim_power(total_pairs, 1.0, threshold) >= power else None
     return smallest_detectable(power_at, upper=2.0 * widest, power=power)
+
+
+# -- paired comparisons in recorded order, by betting (magnitude-aware; valid at every look) ------------
+# The sign e-process above uses only which arm of a pair was higher. For tokens the size of the gap
+# carries most of the evidence, so tokens are compared on the paired log-ratio log(tokens_b / tokens_a)
+# with a betting e-process (Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
+# betting", JRSS-B 2024; Shafer, "Testing by betting", 2021). The log-ratio is clipped to
+# [-TOKEN_LOG_RATIO_CLIP, +TOKEN_LOG_RATIO_CLIP] so that a bet can never lose more than it stakes.
+#
+# Identical arms make the two trials of a pair exchangeable, so a pair's clipped log-ratio is
+# symmetric about 0 given everything recorded before it: its conditional mean is 0 and each wealth
+# process below is a test martingale. Ville's inequality then bounds the chance that it EVER reaches
+# 1/alpha by alpha, however often the report is read and whatever was done between readings.
+TOKEN_LOG_RATIO_CLIP = math.log(2.5)  # a pair 2.5 times apart counts as 2.5 times apart
+# The constant stakes the betting e-process mixes, as shares of wealth on x = clipped value / clip in
+# [-1, 1]: each way, a cautious and a bold one. A mixture of constant bets was chosen over a plug-in
+# (predictable, learned) bet because at the sizes benches have (80 pairs) learning the bet costs more
+# than the mixture's log(4): power for tokens 20% dearer at 8 tasks x 10 trials (trial log-sd 0.3,
+# claim at e >= 40) is about 86% for such a mixture alone and 79% for the aGRAPA plug-in (a simulation
+# of the e-process alone; benchmarks/calibration.py measures the report's).
+BETS = (0.7, 0.95)
+
+
+def token_log_ratio(tokens_a: float, tokens_b: float) -> float:
+    """log((tokens_b + 1) / (tokens_a + 1)): > 0 when b spent more. The +1 keeps a zero-token trial finite."""
+    if tokens_a < 0 or tokens_b < 0:
+        raise ValueError(f"token counts cannot be negative, got {tokens_a} and {tokens_b}")
+    return math.log((tokens_b + 1.0) / (tokens_a + 1.0))
+
+
+def clip(value: float, bound: float) -> float:
+    """value cut to [-bound, bound]."""
+    return max(-bound, min(bound, value))
+
+
+@dataclass(frozen=True)
+class BettingEvidence:
+    """A two-sided e-process over paired values in recorded order, read at its end.
+
+    For betting_e_process, e = (K_up + K_down) / 2 with K_up = mean over l in BETS of prod_i (1 + l x_i)
+    (betting that the mean is above 0) and K_down = mean over l in BETS of prod_i (1 - l x_i), where
+    x_i = the clipped value / the clip, in [-1, 1]. Every product is a test martingale when the mean is
+    0, so any average of them is one too.
+    """
+
+    pairs: int
+    e_value: float  # at the end of the sequence
+    max_up: float  # the largest e reached while the evidence pointed above 0 (1 if never)
+    max_down: float  # the same while it pointed below 0
+
+    @property
+    def anytime_p(self) -> float:
+        """min(1, 1 / the largest e-value ever reached): P(ever <= alpha) <= alpha under the null."""
+        return min(1.0, 1.0 / max(self.max_up, self.max_down))
+
+    @property
+    def direction(self) -> int:
+        """+1 if the evidence peaked for a mean above 0, -1 below, 0 if neither."""
+        if self.max_up == self.max_down:
+            return 0
+        return 1 if self.max_up > self.max_down else -1
+
+
+class _Betting:
+    """The running state of the betting e-process: log wealth of every constant bet, each way."""
+
+    def __init__(self, bound: float) -> None:
+        if not bound > 0:
+            raise ValueError(f"the bound must be > 0, got {bound}")
+        self.bound = bound
+        self.log_up = [0.0] * len(BETS)
+        self.log_down = [0.0] * len(BETS)
+
+    def add(self, value: float) -> None:
+        x = clip(float(value), self.bound) / self.bound
+        for j, bet in enumerate(BETS):
+            self.log_up[j] += math.log1p(bet * x)
+            self.log_down[j] += math.log1p(-bet * x)
+
+    def up(self) -> float:
+        return _mean_of_exps(self.log_up)
+
+    def down(self) -> float:
+        return _mean_of_exps(self.log_down)
+
+
+def _mean_of_exps(logs: Sequence[float]) -> float:
+    return math.fsum(math.exp(min(v, 700.0)) for v in logs) / len(logs)
+
+
+def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEvidence:
+    """Run the two-sided betting e-process of BettingEvidence over values clipped to [-bound, bound].
+
+    A claim that the mean is above 0 needs K_up alone at 1/alpha; K_up >= e whenever K_up > K_down,
+    so a peak of e reached then is evidence for that direction at the same level (and the same below),
+    as for the sign e-process.
+    """
+    state = _Betting(bound)
+    pairs = 0
+    e_now, best_up, best_down = 1.0, 1.0, 1.0
+    for value in values:
+        state.add(value)
+        pairs += 1
+        up, down = state.up(), state.down()
+        e_now = (up + down) / 2.0
+        if up > down:
+            best_up = max(best_up, e_now)
+        elif down > up:
+            best_down = max(best_down, e_now)
+    return BettingEvidence(pairs, e_now, best_up, best_down)
+
+
+# Share of the token e-process given to the sign e-process. Betting on magnitudes needs many pairs
+# when a gap is small against the clip, however consistent it is (12 pairs all 1.3 times apart reach
+# e ~ 7), where the sign e-process gives 2^12/13 = 315: with 0.3 of it a consistent gap is claimed
+# about as soon as the signs alone would claim it (the example bench's, three arms, claim level 120,
+# reaches e = 136). The price in the e-process-alone simulation above: power 82% instead of 86%.
+TOKEN_SIGN_WEIGHT = 0.3
+
+
+def token_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATIO_CLIP) -> BettingEvidence:
+    """The e-process of the token comparison: TOKEN_SIGN_WEIGHT x sign e-process + the rest x betting e-process.
+
+    A weighted average of two test martingales of the same pairs is one. A direction is credited only
+    while both agree (most signs positive and K_up > K_down, or both the other way): then each part's
+    half for that direction is at least the part itself, so the peak is evidence for that direction
+    at the same level.
+    """
+    state = _Betting(bound)
+    log2 = math.log(2.0)
+    pairs = nonzero = positives = 0
+    log_sign = 0.0
+    e_now, best_up, best_down = 1.0, 1.0, 1.0
+    for raw in values:
+        value = clip(float(raw), bound)
+        state.add(value)
+        pairs += 1
+        if value != 0:
+            agreeing = positives + 1 if value > 0 else nonzero + 1 - positives
+            log_sign += log2 + math.log(agreeing) - math.log(nonzero + 2)
+            nonzero += 1
+            positives += value > 0
+        up, down = state.up(), state.down()
+        e_now = TOKEN_SIGN_WEIGHT * math.exp(min(log_sign, 700.0)) + (1.0 - TOKEN_SIGN_WEIGHT) * (up + down) / 2.0
+        if 2 * positives > nonzero and up > down:
+            best_up = max(best_up, e_now)
+        elif 2 * positives < nonzero and down > up:
+            best_down = max(best_down, e_now)
+    return BettingEvidence(pairs, e_now, best_up, best_down)
+
+
+# -- confidence sequences for a mean of bounded values ---------------------------------------------------
+def _psi_e(bet: float) -> float:
+    """psi_E(l) = (-log(1 - l) - l) / 4, the cost term of the empirical-Bernstein supermartingale."""
+    return (-math.log1p(-bet) - bet) / 4.0
+
+
+# The predictable plug-in bets of the empirical-Bernstein confidence sequence are cut here (the paper's c).
+EB_MAX_BET = 0.75
+
+
+def confidence_sequence(
+    values: Iterable[float], *, low: float, high: float, alpha: float
+) -> list[tuple[float, float]]:
+    """Anytime-valid confidence sequence for the mean of values in [low, high], in recorded order.
+
+    The predictable plug-in empirical-Bernstein sequence (PrPl-EB, Waudby-Smith & Ramdas 2024,
+    Theorem 2) on y = (value - low) / (high - low) in [0, 1]: with mu_hat_t = (1/2 + sum_{i<=t} y_i)/(t+1),
+    sigma2_hat_t = (1/4 + sum_{i<=t} (y_i - mu_hat_i)^2)/(t+1), the bet
+    lambda_t = min(sqrt(2 log(2/alpha) / (sigma2_hat_{t-1} t log(1 + t))), 0.75) and
+    v_t = 4 (y_t - mu_hat_{t-1})^2,
+
+        C_t = sum_i lambda_i y_i / sum_i lambda_i  +-  (log(2/alpha) + sum_i v_i psi_E(lambda_i)) / sum_i lambda_i,
+
+    intersected with every earlier C_s (the running intersection) and with [low, high]; returned on
+    the values' own scale, one interval per value. With probability >= 1 - alpha every interval
+    contains the lambda-weighted mean of the conditional means so far (the common mean when it does
+    not change); in particular if every value's conditional mean is >= X, no upper end ever falls
+    below X except with probability alpha / 2.
+    """
+    if not high > low:
+        raise ValueError(f"need low < high, got [{low}, {high}]")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    width = high - low
+    log_term = math.log(2.0 / alpha)
+    total_y = 0.0
+    mu_hat, sigma2_hat = 0.5, 0.25
+    sum_bets = sum_weighted = sum_costs = 0.0
+    sum_sq_dev = 0.0
+    running_low, running_high = 0.0, 1.0
+    out: list[tuple[float, float]] = []
+    for t, value in enumerate(values, start=1):
+        if not low - 1e-12 <= value <= high + 1e-12:
+            raise ValueError(f"value {value} lies outside [{low}, {high}]")
+        y = min(1.0, max(0.0, (value - low) / width))
+        bet = min(math.sqrt(2.0 * log_term / (sigma2_hat * t * math.log1p(t))), EB_MAX_BET)
+        sum_bets += bet
+        sum_weighted += bet * y
+        sum_costs += 4.0 * (y - mu_hat) ** 2 * _psi_e(bet)
+        centre = sum_weighted / sum_bets
+        half = (log_term + sum_costs) / sum_bets
+        running_low = max(running_low, centre - half)
+        running_high = min(running_high, centre + half)
+        # mu_hat and sigma2_hat of the first t values serve the next value
+        total_y += y
+        mu_hat = (0.5 + total_y) / (t + 1)
+        sum_sq_dev += (y - mu_hat) ** 2
+        sigma2_hat = (0.25 + sum_sq_dev) / (t + 1)
+        # An empty running intersection can only happen with probability <= alpha; it is shown as the
+        # point where the two ends met rather than as an inverted interval.
+        shown_low, shown_high = (running_low, running_high) if running_low <= running_high else ((running_low + running_high) / 2,) * 2
+        out.append((low + width * shown_low, low + width * shown_high))
+    return out
+
+
+# -- one decision for one paired comparison -------------------------------------------------------------
+DIFFERS, EQUIVALENT, UNDECIDED = "differs", "equivalent", "undecided"
+SUCCESS, TOKENS = "success", "tokens"
+
+
+@dataclass(frozen=True)
+class PairedDecision:
+    """What the paired differences so far decide (see compare_paired).
+
+    The test behind "differs" and the confidence sequence behind ``interval`` are separate procedures,
+    each valid at every reading: the test is the sharper of the two, so "differs" can come while the
+    interval still holds 0 (the interval says how large the difference may be, the test whether there
+    is one).
+    """
+
+    decision: str  # "differs" | "equivalent" | "undecided"
+    direction: int  # with "differs": +1 when b is higher (more successes, more tokens), -1 when lower; else 0
+    estimate: float | None  # mean of the (clipped, for tokens) differences; None for no pair
+    interval: tuple[float, float]  # the anytime-valid confidence sequence's current interval for the mean
+    e_value: float  # the largest value the test e-process ever reached: min(1, 1/e_value) is the anytime p
+    n: int  # pairs used
+
+
+def compare_paired(
+    differences: Sequence[float], *, metric: str, alpha: float = 0.05, margin: float | None = None
+) -> PairedDecision:
+    """Decide one paired comparison of arms a and b from its per-pair differences, in recorded order.
+
+    ``differences``: success b - a in {-1, 0, 1}; tokens log(tokens_b / tokens_a) (token_log_ratio).
+    Returns "differs" when the test e-process ever reached 1/alpha (success: the sign e-process;
+    tokens: token_e_process on the clipped log-ratio), "equivalent" when ``margin`` (> 0, in
+    the differences' units: a share of successes, or a log-ratio such as log(1.2)) is given and the
+    whole confidence sequence lies inside (-margin, margin), else "undecided". Each claim keeps its
+    own guarantee however often this is called as pairs arrive: a wrong "differs" (arms identical)
+    at most alpha, a wrong "equivalent" (every pair's mean difference at least margin one way) at
+    most alpha / 2.
+    """
+    if metric not in (SUCCESS, TOKENS):
+        raise ValueError(f"metric must be {SUCCESS!r} or {TOKENS!r}, got {metric!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    if margin is not None and not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin}")
+    values = [float(d) for d in differences]
+    if metric == SUCCESS:
+        if any(v not in (-1.0, 0.0, 1.0) for v in values):
+            raise ValueError("success differences must be -1, 0 or 1")
+        bound = 1.0
+        sign = sign_e_process(values)
+        e_max, direction = max(sign.max_up, sign.max_down), sign.direction
+    else:
+        bound = TOKEN_LOG_RATIO_CLIP
+        values = [clip(v, bound) for v in values]
+        bet = token_e_process(values, bound=bound)
+        e_max, direction = max(bet.max_up, bet.max_down), bet.direction
+    if not values:
+        return PairedDecision(UNDECIDED, 0, None, (-bound, bound), 1.0, 0)
+    interval = confidence_sequence(values, low=-bound, high=bound, alpha=alpha)[-1]
+    estimate = mean(values)
+    if e_max >= 1.0 / alpha and direction != 0:
+        decision = DIFFERS
+    elif margin is not None and -margin < interval[0] and interval[1] < margin:
+        decision, direction = EQUIVALENT, 0
+    else:
+        decision, direction = UNDECIDED, 0
+    return PairedDecision(decision, direction, estimate, interval, e_max, len(values))
+
+
+# -- cost per verified success ("with our CLI a task is solved for 31k tokens") ---------------------------
+@dataclass(frozen=True)
+class CostPerSuccess:
+    """Tokens spent per verified success over a fixed set of tasks, with a Fieller interval.
+
+    estimate = (sum_t m_t) / (sum_t p_t), m_t the mean tokens per trial of task t and p_t its pass
+    rate: running every task once costs sum_t m_t tokens and verifies sum_t p_t successes on average,
+    so each success costs their ratio (every task weighs the same; with equal trial counts it is the
+    tokens of all trials divided by the passes). None when nothing passed.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None  # None: unbounded above (the passes could be zero at this confidence)
+    tokens_per_trial: float  # (1/T) sum_t m_t
+    success_rate: float  # (1/T) sum_t p_t
+    log_variance: float | None  # delta-method variance of log(estimate), for ratios between arms
+
+
+def cost_per_success(
+    cells: Sequence[Sequence[tuple[float, bool]]], *, confidence: float = DEFAULT_CONFIDENCE
+) -> CostPerSuccess:
+    """Cost per verified success over the given tasks, each a list of (tokens, passed) per trial.
+
+    The interval is about these tasks (the trials within each task are the replicates): Fieller's
+    interval for the ratio R = M / P of M = sum_t m_t and P = sum_t p_t, the set of R with
+    (M - R P)^2 <= z^2 Var(M - R P), Var(M - R P) = sum_t s_t^2(tokens - R passed) / n_t (sample
+    variances within each task). It is not symmetric and becomes unbounded above when P is within
+    z standard errors of 0. Every task needs at least two trials.
+    """
+    _check_confidence(confidence)
+    if not cells or any(len(cell) < 2 for cell in cells):
+        raise ValueError("cost per success needs at least one task and two trials per task")
+    z = two_sided_z(confidence)
+    tokens_sum = passes_sum = var_tokens = covariance = var_passes = 0.0
+    for cell in cells:
+        n = len(cell)
+        tokens = [float(t) for t, _ in cell]
+        passed = [1.0 if p else 0.0 for _, p in cell]
+        m, p = mean(tokens), mean(passed)
+        tokens_sum += m
+        passes_sum += p
+        var_tokens += math.fsum((t - m) ** 2 for t in tokens) / (n - 1) / n
+        covariance += math.fsum((t - m) * (s - p) for t, s in zip(tokens, passed)) / (n - 1) / n
+        var_passes += math.fsum((s - p) ** 2 for s in passed) / (n - 1) / n
+    count = len(cells)
+    per_trial, rate = tokens_sum / count, passes_sum / count
+    if passes_sum == 0:
+        return CostPerSuccess(None, None, None, per_trial, rate, None)
+    ratio = tokens_sum / passes_sum
+    z2 = z * z
+    # (P^2 - z^2 C) R^2 - 2 (M P - z^2 B) R + (M^2 - z^2 A) <= 0
+    quad = passes_sum**2 - z2 * var_passes
+    half_b = tokens_sum * passes_sum - z2 * covariance
+    const = tokens_sum**2 - z2 * var_tokens
+    discriminant = half_b * half_b - quad * const
+    if quad <= 0 or discriminant < 0:
+        low, high = 0.0, None  # P is not clearly above 0: any cost per success is possible
+    else:
+        root = math.sqrt(discriminant)
+        low, high = max(0.0, (half_b - root) / quad), (half_b + root) / quad
+    spread = var_tokens - 2.0 * ratio * covariance + ratio * ratio * var_passes
+    return CostPerSuccess(ratio, low, high, per_trial, rate, max(spread, 0.0) / tokens_sum**2 if tokens_sum > 0 else None)
+
+
+def cost_per_success_ratio(
+    a: CostPerSuccess, b: CostPerSuccess, *, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of a's cost per success to b's, on the log scale by the delta method:
+    exp(log R_a - log R_b +- z sqrt(Var log R_a + Var log R_b)) (the arms' trials are independent).
+    None when either arm has no success."""
+    if a.estimate is None or b.estimate is None or a.log_variance is None or b.log_variance is None:
+        return None
+    if a.estimate <= 0 or b.estimate <= 0:
+        return None
+    centre = math.log(a.estimate) - math.log(b.estimate)
+    half = two_sided_z(confidence) * math.sqrt(a.log_variance + b.log_variance)
+    return (math.exp(centre), math.exp(centre - half), math.exp(centre + half))
 
 
 # -- multiplicity --------------------------------------------------------------------------------------

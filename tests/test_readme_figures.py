@@ -94,10 +94,43 @@ def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
 
 def test_the_sign_e_process_formula_and_the_example_bench_case() -> None:
     says("e = 2^m / ((m+1)·C(m, k)) for k positive signs among m non-zero pairs")
-    says("+4,015 tokens with all 12 paired trials agreeing gives e = 2^12/13 = 315 ≥ 120: claimed for these tasks.")
+    says("+4,015 tokens with all 12 paired trials agreeing: the signs alone give e = 2^12/13 = 315, and the token "
+         "e-process 0.3 × 315 from the signs plus 0.7 × 60 from the bets = 136 ≥ 120: claimed for these tasks.")  # fmt: skip
     for m, k in ((12, 12), (10, 7), (5, 0)):
         assert st.sign_e_value(k, m) == pytest.approx(2**m / ((m + 1) * math.comb(m, k)))
     assert round(st.sign_e_value(12, 12)) == 315 >= 120
+    # The example bench's pairs (tests/test_report.py builds the same store): cost-equivalent 5,400 + 300 t + d
+    # tokens for mcp, 4,015 more for cli-skill.
+    gaps = [math.log((9_415 + 300 * t + d) / (5_400 + 300 * t + d)) for d in (-60, 10, 50) for t in range(4)]
+    betting = st.betting_e_process(gaps, bound=st.TOKEN_LOG_RATIO_CLIP).max_up
+    assert round(betting) == 60 and round(st.token_e_process(gaps).max_up) == 136
+
+
+def test_tokens_are_compared_by_a_betting_e_process_on_clipped_log_ratios() -> None:
+    says("each pair gives the log-ratio log(a/b) of its cost-equivalent tokens, clipped to ±log 2.5 and scaled to x in [−1, 1]")
+    says("0.3 × the sign e-process + 0.7 × a betting e-process: the mean of the wealths Π(1 ± λx) of constant bets "
+         "λ = 0.7 and 0.95 on either side")  # fmt: skip
+    assert st.TOKEN_LOG_RATIO_CLIP == math.log(2.5) and st.BETS == (0.7, 0.95)
+    values = [math.log(1.3), math.log(4.0), -math.log(1.1)]
+    xs = [v / math.log(2.5) for v in (math.log(1.3), math.log(2.5), -math.log(1.1))]
+    wealths = [math.prod(1 + side * bet * x for x in xs) for side in (1, -1) for bet in (0.7, 0.95)]
+    assert st.token_e_process(values).e_value == pytest.approx(0.3 * st.sign_e_value(2, 3) + 0.7 * st.mean(wealths))
+
+
+def test_cost_per_verified_success_is_tokens_per_trial_over_pass_rate(tmp_path: Path) -> None:
+    says("the mean cost-equivalent tokens per trial over the headline tasks divided by the mean pass rate over them")
+    says("with equal trial counts: all tokens over all passes")
+    says("the R with (M − R·P)² ≤ z²·Σ_t s_t²(tokens − R·passed)/n_t")
+    samples = []
+    for t, outcomes in enumerate((["pass", "incorrect", "pass"], ["pass", "pass", "pass"], ["incorrect", "pass", "incorrect"])):
+        samples += cell_samples("a", f"task-{t}", 3, outcomes=outcomes, tokens_by_trial=[tokens(1000 * (t + 1) + 100 * i) for i in range(3)])
+    row = build_report(write_samples(tmp_path, samples), ReportSettings()).cost_per_success.rows[0]
+    all_tokens = sum(1000 * (t + 1) + 100 * i for t in range(3) for i in range(3))
+    assert row.tokens_per_success == pytest.approx(all_tokens / 6)
+    cells = [[(1000.0 * (t + 1) + 100 * i, o == "pass") for i, o in enumerate(outcomes)]
+             for t, outcomes in enumerate((["pass", "incorrect", "pass"], ["pass", "pass", "pass"], ["incorrect", "pass", "incorrect"]))]  # fmt: skip
+    expected = st.cost_per_success(cells)
+    assert (row.low, row.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
 
 
 def test_a_later_reading_only_extends_the_sequence(tmp_path: Path) -> None:
@@ -112,8 +145,10 @@ def test_a_later_reading_only_extends_the_sequence(tmp_path: Path) -> None:
             for i in range(3):
                 store.append(cell_samples(arm, f"task-{t}", 1, start_trial=4 + i, minutes=100 + i, tokens=tokens(cost))[0])
     late = build_report(store, ReportSettings()).comparisons[0].pairs[0].within_tasks
-    assert early.e_max == pytest.approx(st.sign_e_value(9, 9))
-    assert late.pairs == 18 and late.e_max == pytest.approx(early.e_max)  # 9 up then 9 down: the peak stays
+    gap = st.token_log_ratio(100, 500)  # log(a / b) of a pair, a dearer
+    full = st.token_e_process([gap] * 9 + [-gap] * 9)
+    assert early.e_max == pytest.approx(st.token_e_process([gap] * 9).max_up) == pytest.approx(full.max_up)
+    assert late.pairs == 18 and late.e_max == pytest.approx(max(full.max_up, full.max_down))  # the early peak is kept
 
 
 def test_generalizing_needs_six_tasks_and_the_within_task_claim(tmp_path: Path) -> None:
@@ -160,5 +195,21 @@ def test_the_calibration_figures_quoted_meet_their_goals() -> None:
     assert null and max(map(float, null.groups())) <= 5.0
     power = re.search(r"trials per cell in \*\*([\d.]+)%\*\* of histories \(goal ≥ 70%\)", FLAT)
     assert power and float(power.group(1)) >= 70.0
-    mde = re.search(r"success claimed in \*\*([\d.]+)%\*\*, tokens in \*\*([\d.]+)%\*\*", FLAT)
-    assert mde and all(60.0 <= float(v) <= 95.0 for v in mde.groups())
+    tokens_power = re.search(r"at 8 tasks × 10 trials in \*\*([\d.]+)%\*\* \(goal ≥ 80%", FLAT)
+    assert tokens_power and float(tokens_power.group(1)) >= 80.0
+    mde = re.search(r"first history printed \(8 tasks × 5 trials\): claimed in \*\*([\d.]+)%\*\* \(goal 60% to 95%\)", FLAT)
+    assert mde and 60.0 <= float(mde.group(1)) <= 95.0
+    equivalence = re.search(r"b 20% dearer is called equivalent in \*\*([\d.]+)%\*\* of histories", FLAT)
+    assert equivalence and float(equivalence.group(1)) <= 2.5
+    cost = re.search(r"\*\*([\d.]+)% at 4 tasks × 5 trials, ([\d.]+)% at 8 × 5, ([\d.]+)% at 8 × 10\*\* \(goal ≥ 90%\)", FLAT)
+    assert cost and min(map(float, cost.groups())) >= 90.0
+
+
+def test_equivalence_is_the_whole_confidence_sequence_inside_the_margin() -> None:
+    says('"equivalent" is claimed when the whole confidence sequence of the mean paired difference lies inside (−X, X)')
+    differences = [0.01 * ((-1) ** i) for i in range(400)]
+    decision = st.compare_paired(differences, metric="tokens", alpha=0.05, margin=math.log(1.2))
+    low, high = decision.interval
+    assert decision.decision == "equivalent" and -math.log(1.2) < low < high < math.log(1.2)
+    narrower = st.compare_paired(differences, metric="tokens", alpha=0.05, margin=high * 0.99)
+    assert narrower.decision == "undecided"  # the interval reaches past this margin

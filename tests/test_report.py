@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import sys
@@ -23,6 +24,7 @@ from pytest_benchcell.report import (
     render_markdown,
     render_terminal,
 )
+from pytest_benchcell import statistics as st
 from pytest_benchcell.store import Store
 
 SCHEMA = json.loads(resources.files("pytest_benchcell").joinpath("data/report.schema.json").read_text())
@@ -339,7 +341,10 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     pair = comparison(report, "cost_equivalent", "cli-skill", "mcp")
     assert pair.estimate == pytest.approx(4_015)
     assert pair.within_tasks.pairs == 12 and pair.within_tasks.positives == 12
-    assert pair.within_tasks.e_max == pytest.approx(2**12 / 13)  # 315 >= 6 / 0.05 = 120
+    # The token e-process: 0.3 x the sign e-process (2^12 / 13 = 315) + 0.7 x betting on the gaps.
+    assert pair.within_tasks.method == "betting e-process on clipped log-ratios mixed with the sign e-process"
+    assert pair.within_tasks.e_max >= st.TOKEN_SIGN_WEIGHT * 2**12 / 13 and pair.within_tasks.e_max >= 120
+    assert pair.within_tasks.scale == "ratio" and 1.5 < pair.within_tasks.estimate < 2.7
     assert pair.distinguishable and pair.scope == "these tasks"
     assert pair.verdict.startswith("distinguishable for these tasks: mcp is better (cli-skill is higher than mcp by 4,015 tokens")
     assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
@@ -359,8 +364,16 @@ def test_noisy_arms_give_the_minimum_detectable_effect(tmp_path: Path) -> None:
     report = build_report(write_samples(tmp_path, samples), ReportSettings())
     pair = comparison(report, "cost_equivalent", "a", "b")
     assert pair.low is not None and pair.low < 0 < pair.high
-    assert pair.minimum_detectable_effect is not None and pair.minimum_detectable_effect > 0
-    assert "not distinguishable at this sample size; minimum detectable effect for these tasks ~" in pair.verdict
+    # Tokens: no "minimum detectable effect ~ 0 tokens" (issue 17): the interval of the ratio a / b the data support.
+    assert pair.minimum_detectable_effect is None
+    within = pair.within_tasks
+    assert within.low is not None and within.high is not None and within.low < 1 < within.high
+    assert pair.verdict == (
+        f"not distinguishable at this sample size; for these tasks a/b = {within.estimate:.2f}x over 24 paired trials, "
+        f"anytime interval {within.low:.2f}x to {within.high:.2f}x"
+    )
+    success = comparison(report, "success", "a", "b")  # every trial passed: no pair differs
+    assert success.verdict.startswith("not distinguishable at this sample size")
 
 
 def test_clear_difference_is_reported_as_one(tmp_path: Path) -> None:
@@ -382,8 +395,9 @@ def test_several_arms_are_holm_adjusted_across_pairs_and_metrics(tmp_path: Path)
     for pair in section.pairs:
         # Every success difference is 0 (p = 1), so the three equal token p-values are the first three of six.
         assert pair.p_adjusted == pytest.approx(min(1.0, 6 * pair.p_value))
-        assert pair.within_tasks.p_adjusted == pytest.approx(6 * pair.within_tasks.anytime_p)
         assert pair.distinguishable
+    within = [p.within_tasks for c in report.comparisons for p in c.pairs]
+    assert [w.p_adjusted for w in within] == pytest.approx(st.holm_adjust([w.anytime_p for w in within]))
 
 
 def test_an_exact_zero_difference_prints_p_equal_to_one(tmp_path: Path) -> None:
@@ -496,7 +510,7 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
     ]
     report = build_report(write_samples(tmp_path, samples), ReportSettings(fingerprint_policy="group"))
     document = validate(report)
-    assert document["report_schema"] == 2
+    assert document["report_schema"] == 3
     assert document["headline"]["tasks"] == []  # b covers nothing: no comparable task, nulls not zeros
     assert document["headline"]["rows"][0]["cost_equivalent"]["mean"] is None
     cells = {(c["arm"], c["task"]): c for c in document["cells"]}
@@ -586,9 +600,32 @@ def test_a_pair_with_unknown_usage_is_no_token_evidence_but_counts_for_success(t
     report = build_report(write_samples(tmp_path, samples), ReportSettings(arms=["a", "b"]))
     assert report.store.usage_unknown == 1
     tokens_pair = comparison(report, "cost_equivalent", "a", "b")
-    assert tokens_pair.within_tasks.pairs == 12 and tokens_pair.within_tasks.nonzero == 11
+    assert tokens_pair.within_tasks.pairs == 11 and tokens_pair.within_tasks.nonzero == 11  # that pair is left out
     assert tokens_pair.within_tasks.positives == 11
     success_pair = comparison(report, "success", "a", "b")
     assert success_pair.within_tasks.pairs == 12
     cell = next(c for c in report.cells if (c.arm, c.task) == ("a", "task-0"))
     assert cell.scored == 3 and cell.cost_equivalent.n == 2
+
+
+def test_cost_per_verified_success_per_arm_and_pair(tmp_path: Path) -> None:
+    samples = []
+    for t in range(3):
+        samples += cell_samples("cli", f"t{t}", 4, outcomes=["pass", "pass", "pass", "incorrect"],
+                                tokens_by_trial=[tokens(30_000 + 1_000 * d) for d in range(4)])  # fmt: skip
+        samples += cell_samples("mcp", f"t{t}", 4, outcomes=["pass", "incorrect", "pass", "incorrect"],
+                                tokens_by_trial=[tokens(26_000 + 1_000 * d) for d in range(4)])  # fmt: skip
+    report = build_report(write_samples(tmp_path, samples), ReportSettings())
+    table = report.cost_per_success
+    assert table.scope == "these tasks" and table.tasks == ["t0", "t1", "t2"]
+    cli, mcp = table.rows
+    # cost-equivalent per trial: fresh + 1.25 x 800 + 0.1 x 4,000 + 5 x 300 = fresh + 2,900; all tokens / all passes
+    assert cli.tokens_per_success == pytest.approx(34_400 / 0.75) and cli.trials == 12
+    assert mcp.tokens_per_success == pytest.approx(30_400 / 0.5)
+    assert cli.low is not None and cli.low < cli.tokens_per_success < (cli.high or math.inf)
+    pair = table.pairs[0]
+    assert pair.ratio == pytest.approx(cli.tokens_per_success / mcp.tokens_per_success)
+    assert pair.low is not None and pair.high is not None and pair.low < pair.ratio < pair.high
+    markdown = "\n".join(render_markdown(report)) if isinstance(render_markdown(report), list) else render_markdown(report)
+    assert "Cost per verified success" in markdown and "45,867" in markdown
+    validate(report)

@@ -16,11 +16,15 @@ How the figures are made (the README repeats this):
   task rates widened to the pooled Wilson interval; positive figures (tokens, turns, times, cost) the
   lognormal generalized interval over task means, seeded per arm and table from ``settings.seed`` so
   the same store always gives byte-identical output. Success per cell: Wilson.
-* A comparison is claimed for these tasks when the sign e-process over paired trials (in the order
-  the report could first see them) reaches the family's Holm level and the mean difference points
-  the same way; such a claim also generalizes to tasks like these when the sign-flip test over
+* A comparison is claimed for these tasks when the e-process over paired trials (in the order the
+  report could first see them; success: the sign e-process; tokens: statistics.token_e_process on
+  the paired log-ratios, which weighs how much dearer, not only which) reaches the family's Holm
+  level and the mean difference points the same way; such a claim also generalizes to tasks like these when the sign-flip test over
   per-task differences (Holm-adjusted) and their t interval exclude zero. Otherwise the verdict says
-  "not distinguishable at this sample size" with the minimum detectable effect of the claim rule.
+  "not distinguishable at this sample size" with, for success, the minimum detectable effect of the
+  claim rule and, for tokens, the ratio a/b with its anytime-valid interval.
+* Cost per verified success (these tasks): mean tokens per trial / mean pass rate over the headline
+  tasks, with Fieller's interval (statistics.cost_per_success), per arm and as a ratio per pair.
 * Provenance: within a cell, samples of different fingerprints (model, arm/task definition, skill
   text, tool version) are never pooled. With the bench known (its current definitions in the
   settings) every figure uses each cell's current conditions and scoring only, whatever else a merge
@@ -33,6 +37,7 @@ How the figures are made (the README repeats this):
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +64,9 @@ from .model import (
     CellSummary,
     Comparison,
     ComponentRow,
+    CostPerSuccessPair,
+    CostPerSuccessRow,
+    CostPerSuccessTable,
     CoverageCount,
     Figure,
     Headline,
@@ -186,6 +194,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         pass_hat_k=[_pass_hat_k(context, arm, headline_tasks) for arm in arms],
         bonus=Bonus(bonus_tasks, [summaries[(arm, task)] for task in bonus_tasks for arm in arms]),
         provenance=provenance,
+        cost_per_success=_cost_per_success(context, headline_tasks),
     )
     return dataclasses.replace(report, notices=_notices(report, context))
 
@@ -424,6 +433,43 @@ def _pass_hat_k(context: _Context, arm: str, tasks: list[str]) -> PassHatK:
     return PassHatK(arm, len(cells), k_max, [PassK(k, value) for k, value in enumerate(curve, start=1)])
 
 
+# -- cost per verified success ------------------------------------------------------------------------------
+COST_PER_SUCCESS_METHOD = (
+    "mean cost-equivalent tokens per trial / mean pass rate, over the headline tasks (each task weighs the same); "
+    "Fieller interval, the trials within each task the replicates"
+)
+
+
+def _cost_per_success(context: _Context, tasks: list[str]) -> CostPerSuccessTable:
+    """Tokens per verified success per arm and per pair, about these tasks (trials with known usage)."""
+    confidence = context.settings.confidence
+    found: dict[str, stats.CostPerSuccess] = {}
+    rows = []
+    for arm in context.arms:
+        cells = [
+            [(cost, passed) for _, passed, cost in context.trials.get((arm, task), []) if cost is not None]
+            for task in tasks
+        ]
+        if not cells or not all(cells):
+            rows.append(CostPerSuccessRow(arm, None, None, None, None, None, sum(map(len, cells))))
+            continue
+        if all(len(cell) >= 2 for cell in cells):
+            figure = found[arm] = stats.cost_per_success(cells, confidence=confidence)
+            low, high = figure.low, figure.high
+            estimate, per_trial, rate = figure.estimate, figure.tokens_per_trial, figure.success_rate
+        else:  # one trial in some task: the figure without an interval
+            per_trial = stats.mean(stats.mean(cost for cost, _ in cell) for cell in cells)
+            rate = stats.mean(stats.mean(1.0 if passed else 0.0 for _, passed in cell) for cell in cells)
+            estimate, low, high = (per_trial / rate if rate else None), None, None
+        rows.append(CostPerSuccessRow(arm, estimate, low, high, per_trial, rate, sum(map(len, cells))))
+    pairs = []
+    for i, a in enumerate(context.arms):
+        for b in context.arms[i + 1 :]:
+            ratio = stats.cost_per_success_ratio(found[a], found[b], confidence=confidence) if a in found and b in found else None
+            pairs.append(CostPerSuccessPair(a, b, *(ratio or (None, None, None))))
+    return CostPerSuccessTable(SCOPE_THESE_TASKS, list(tasks), COST_PER_SUCCESS_METHOD, rows, pairs)
+
+
 # -- comparisons ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _MetricSpec:
@@ -456,7 +502,9 @@ class _Evidence:
     a: str
     b: str
     over_tasks: stats.PairedDifference
-    within: stats.SignEvidence
+    within: stats.SignEvidence | stats.BettingEvidence
+    signs: tuple[int, int]  # (non-zero pairs, pairs with a - b > 0)
+    these_tasks: tuple[float, float, float] | None  # (estimate, low, high) of the paired trials; None: no pair
     mde: float | None
     mean_a: float | None
     mean_b: float | None
@@ -470,7 +518,7 @@ def _comparisons(context: _Context) -> list[Comparison]:
     alpha = 1.0 - context.settings.confidence
     family_size = len(pairs) * len(_COMPARED_METRICS)
     claim_e = family_size / alpha
-    found = [_evidence(context, spec, a, b, claim_e) for spec in _COMPARED_METRICS for a, b in pairs]
+    found = [_evidence(context, spec, a, b, claim_e, alpha / family_size) for spec in _COMPARED_METRICS for a, b in pairs]
     within_adjusted = stats.holm_adjust([e.within.anytime_p for e in found])
     over_tested = [e.over_tasks.p_value for e in found if e.over_tasks.p_value is not None]
     over_adjusted = iter(stats.holm_adjust(over_tested))
@@ -484,7 +532,7 @@ def _comparisons(context: _Context) -> list[Comparison]:
     ]
 
 
-def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: float) -> _Evidence:
+def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: float, level: float) -> _Evidence:
     shared = [t for t in context.scored_tasks() if context.covered(a, t) and context.covered(b, t)]
     per_a = {t: [v] for t in shared if (v := spec.values(context.cells[(a, t)])) is not None}
     per_b = {t: [v] for t in shared if (v := spec.values(context.cells[(b, t)])) is not None}
@@ -497,23 +545,34 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     key = (a, b, tasks)
     if key not in context.paired:  # the same order serves both metrics
         context.paired[key] = _paired_in_time_order(trials, a, b, tasks, context.settings.floor)
-    within = stats.sign_e_process(_difference(spec, trial_a, trial_b) for trial_a, trial_b in context.paired[key])
-    pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
+    differences = [_difference(spec, trial_a, trial_b) for trial_a, trial_b in context.paired[key]]
+    signs = (sum(d != 0 for d in differences), sum(d > 0 for d in differences))
+    within: stats.SignEvidence | stats.BettingEvidence
+    mde = None
     if spec.key == "success":
+        within = stats.sign_e_process(differences)
+        pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
         base = [(per_a[t][0] + per_b[t][0]) / 2.0 for t in tasks]
         mde = stats.success_mde(base, pairs_per_task, claim_e) if tasks else None
+        bound, values = 1.0, differences
     else:
-        residuals = []
-        for t in tasks:
-            values_a = [v for trial in trials[(a, t)] if (v := spec.trial_value(trial)) is not None]
-            values_b = [v for trial in trials[(b, t)] if (v := spec.trial_value(trial)) is not None]
-            centre_a = stats.mean(values_a) if values_a else 0.0
-            centre_b = stats.mean(values_b) if values_b else 0.0
-            residuals.append([v - centre_a for v in values_a] + [v - centre_b for v in values_b])
-        mde = stats.shift_mde(residuals, pairs_per_task, claim_e) if tasks else None
+        # By how much, not only which: the betting e-process on the paired log-ratios log(a / b), clipped.
+        bound = stats.TOKEN_LOG_RATIO_CLIP
+        values = [
+            stats.clip(stats.token_log_ratio(value_b, value_a), bound)
+            for trial_a, trial_b in context.paired[key]
+            if (value_a := spec.trial_value(trial_a)) is not None and (value_b := spec.trial_value(trial_b)) is not None
+        ]  # a pair with unknown usage carries no evidence and is left out
+        within = stats.token_e_process(values, bound=bound)
+    these_tasks = None
+    if values:
+        low, high = stats.confidence_sequence(values, low=-bound, high=bound, alpha=level)[-1]
+        these_tasks = (stats.mean(values), low, high)
+        if spec.key != "success":
+            these_tasks = (math.exp(these_tasks[0]), math.exp(low), math.exp(high))
     mean_a = stats.mean(per_a[t][0] for t in tasks) if tasks else None
     mean_b = stats.mean(per_b[t][0] for t in tasks) if tasks else None
-    return _Evidence(spec, a, b, over_tasks, within, mde, mean_a, mean_b)
+    return _Evidence(spec, a, b, over_tasks, within, signs, these_tasks, mde, mean_a, mean_b)
 
 
 def _difference(spec: _MetricSpec, trial_a: Trial, trial_b: Trial) -> float:
@@ -554,6 +613,7 @@ def _pair(evidence: _Evidence, within_p: float, over_p: float | None, alpha: flo
         and (result.low > 0 if direction > 0 else result.high < 0)
     )  # fmt: skip
     scope = SCOPE_TASKS_LIKE_THESE if generalizes else SCOPE_THESE_TASKS if claimed else None
+    these = evidence.these_tasks
     e_max = within.max_up if within.direction >= 0 else within.max_down
     return PairComparison(
         arm_a=evidence.a, arm_b=evidence.b, n_tasks=result.n_tasks, tasks=list(result.tasks),
@@ -561,12 +621,24 @@ def _pair(evidence: _Evidence, within_p: float, over_p: float | None, alpha: flo
         relative=result.estimate / evidence.mean_b if result.estimate is not None and evidence.mean_b else None,
         p_value=result.p_value, p_adjusted=over_p,
         within_tasks=WithinTasks(
-            pairs=within.pairs, nonzero=within.nonzero, positives=within.positives, e_value=within.e_value,
+            pairs=within.pairs, nonzero=evidence.signs[0], positives=evidence.signs[1], e_value=within.e_value,
             e_max=e_max, anytime_p=within.anytime_p, p_adjusted=within_p, claim_e_value=claim_e,
+            method=SIGN_METHOD if evidence.spec.key == "success" else BETTING_METHOD,
+            scale="difference" if evidence.spec.key == "success" else "ratio",
+            estimate=these[0] if these else None, low=these[1] if these else None, high=these[2] if these else None,
         ),
         minimum_detectable_effect=evidence.mde, distinguishable=claimed, scope=scope,
         verdict=_verdict(evidence, scope, over_p, alpha, conflicting),
     )  # fmt: skip
+
+
+SIGN_METHOD = "sign e-process"
+BETTING_METHOD = "betting e-process on clipped log-ratios mixed with the sign e-process"
+
+
+def _ratio_text(a: str, b: str, these: tuple[float, float, float] | None) -> str:
+    """"a/b = 1.20x": the geometric mean ratio of the paired trials' tokens (clipped log-ratios)."""
+    return f"{a}/{b} = {these[0]:.2f}x" if these else f"{a}/{b} unknown"
 
 
 def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha: float, conflicting: bool) -> str:
@@ -577,10 +649,15 @@ def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha
     if scope is not None:
         direction = "lower" if result.estimate < 0 else "higher"
         winner = a if direction == spec.better else b
-        agreeing = within.positives if result.estimate > 0 else within.nonzero - within.positives
+        nonzero, positives = evidence.signs
+        if spec.key == "success":
+            agreeing = positives if result.estimate > 0 else nonzero - positives
+            support = f"{agreeing} of {plural(nonzero, 'differing paired trial')} agree"
+        else:
+            support = f"{_ratio_text(a, b, evidence.these_tasks)} over {plural(within.pairs, 'paired trial')}"
         head = (
             f"distinguishable for {scope}: {winner} is better ({a} is {direction} than {b} by "
-            f"{spec.show(abs(result.estimate))}; {agreeing} of {plural(within.nonzero, 'differing paired trial')} agree)"
+            f"{spec.show(abs(result.estimate))}; {support})"
         )
         if scope == SCOPE_TASKS_LIKE_THESE:
             return head
@@ -591,6 +668,14 @@ def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha
     if conflicting:
         return "not distinguishable at this sample size: most paired trials and the mean difference point opposite ways"
     mde = evidence.mde
+    if spec.key != "success":
+        if evidence.these_tasks is None:
+            return "not distinguishable at this sample size: no paired trial with known usage"
+        _, low, high = evidence.these_tasks
+        return (
+            f"not distinguishable at this sample size; for these tasks {_ratio_text(a, b, evidence.these_tasks)} "
+            f"over {plural(within.pairs, 'paired trial')}, anytime interval {low:.2f}x to {high:.2f}x"
+        )
     if mde is None:
         detail = "no difference is detectable with so few paired trials"
     elif mde == 0.0:

@@ -15,7 +15,7 @@ from typing import Any
 from .. import statistics as stats
 from ..sample import MODEL_KINDS, TOKEN_COMPONENTS, Definition
 
-REPORT_SCHEMA_VERSION = 2
+REPORT_SCHEMA_VERSION = 3
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
 DEFAULT_WEIGHTS: dict[str, float] = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
 FINGERPRINT_POLICIES = ("newest", "group")
@@ -275,6 +275,16 @@ class WithinTasks:
     anytime_p: float  # min(1, 1 / e_max)
     p_adjusted: float  # Holm across every pair and metric of the report
     claim_e_value: float  # the e-value a claim needs before Holm's step-down: family size / alpha
+    # How the evidence was computed: "sign e-process" (success: which arm passed) or "betting e-process
+    # on clipped log-ratios" (tokens: by how much, statistics.betting_e_process).
+    method: str
+    # The paired trials' own figure with its anytime-valid confidence sequence at alpha / family size
+    # (statistics.confidence_sequence, valid at every reading): success, the mean paired difference
+    # a - b ("difference"); tokens, a / b as exp of the mean clipped log-ratio ("ratio"). None: no pair.
+    scale: str
+    estimate: float | None
+    low: float | None
+    high: float | None
 
 
 @dataclass(frozen=True)
@@ -292,7 +302,9 @@ class PairComparison:
     p_value: float | None  # sign-flip test over tasks (tasks like these)
     p_adjusted: float | None  # Holm across every pair and metric
     within_tasks: WithinTasks
-    minimum_detectable_effect: float | None  # for these tasks: claimed with 80% chance at these trials
+    # Success only: the difference claimed with 80% chance at these trials (for tokens None: the verdict
+    # gives within_tasks' interval of the ratio a / b instead, a statement the data support).
+    minimum_detectable_effect: float | None
     distinguishable: bool  # a difference is claimed (at least for these tasks)
     scope: str | None  # the widest scope claimed: "tasks like these", "these tasks", or None
     verdict: str
@@ -306,6 +318,37 @@ class Comparison:
     holm_adjusted: bool
     family_size: int  # hypotheses Holm adjusts over: pairs x metrics
     pairs: list[PairComparison]
+
+
+@dataclass(frozen=True)
+class CostPerSuccessRow:
+    """One arm's tokens per verified success over the table's tasks (statistics.cost_per_success)."""
+
+    arm: str
+    tokens_per_success: float | None  # mean tokens per trial / mean pass rate; None: nothing passed
+    low: float | None  # Fieller interval for these tasks; None: no interval (fewer than 2 trials a task)
+    high: float | None  # None with low set: unbounded above (the pass rate could be 0)
+    tokens_per_trial: float | None
+    success_rate: float | None
+    trials: int
+
+
+@dataclass(frozen=True)
+class CostPerSuccessPair:
+    arm_a: str
+    arm_b: str
+    ratio: float | None  # a's cost per success / b's; None when either arm has no success
+    low: float | None  # delta-method interval on the log scale, for these tasks
+    high: float | None
+
+
+@dataclass(frozen=True)
+class CostPerSuccessTable:
+    scope: str  # "these tasks": the tasks are fixed, their trials the replicates
+    tasks: list[str]  # the headline tasks
+    method: str
+    rows: list[CostPerSuccessRow]
+    pairs: list[CostPerSuccessPair]
 
 
 @dataclass(frozen=True)
@@ -391,6 +434,7 @@ class Report:
     pass_hat_k: list[PassHatK]
     bonus: Bonus
     provenance: Provenance
+    cost_per_success: CostPerSuccessTable
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(dataclasses.asdict(self))

@@ -136,6 +136,7 @@ def document(report: Report, *, detail: bool) -> list[Block]:
     if report.notices:
         blocks += [Heading("Notes"), Bullets(report.notices)]
     blocks += _headline_blocks(report)
+    blocks += _cost_per_success_blocks(report)
     blocks += _comparison_blocks(report)
     blocks += _coverage_blocks(report)
     blocks += _tier_blocks(report)
@@ -239,6 +240,47 @@ def _headline_blocks(report: Report) -> list[Block]:
     return blocks
 
 
+def _cost_per_success_blocks(report: Report) -> list[Block]:
+    table = report.cost_per_success
+    if not table.tasks:
+        return []
+    level = f"{100 * report.settings.confidence:g}%"
+
+    def upper(value: float | None) -> str:
+        return "unbounded" if value is None else _tokens(value)
+
+    rows = [
+        [
+            row.arm,
+            DASH if row.tokens_per_success is None else (
+                _tokens(row.tokens_per_success) if row.low is None
+                else f"{_tokens(row.tokens_per_success)} [{_tokens(row.low)}\u2013{upper(row.high)}]"
+            ),
+            _tokens(row.tokens_per_trial),
+            _percent(row.success_rate),
+            str(row.trials),
+        ]
+        for row in table.rows
+    ]  # fmt: skip
+    ratios = [
+        f"{pair.arm_a} / {pair.arm_b} = {pair.ratio:.2f}x [{pair.low:.2f}x\u2013{pair.high:.2f}x]"
+        for pair in table.pairs
+        if pair.ratio is not None and pair.low is not None and pair.high is not None
+    ]
+    blocks: list[Block] = [
+        Heading("Cost per verified success"),
+        Text(
+            "Cost-equivalent tokens per trial / success rate over the headline tasks (each task weighs the same): "
+            f"what one verified success costs. The {level} interval is for these tasks (their trials are the "
+            "replicates; Fieller's interval for a ratio)."
+        ),
+        Table(["arm", f"tokens per success [{level} CI]", "tokens per trial", "success", "trials"], rows),
+    ]
+    if ratios:
+        blocks.append(Bullets(ratios))
+    return blocks
+
+
 def _signed(spec_key: str, value: float) -> str:
     return f"{100 * value:+.1f} pp" if spec_key == "success" else f"{value:+,.0f}"
 
@@ -252,7 +294,8 @@ def _comparison_blocks(report: Report) -> list[Block]:
         Heading("Comparisons"),
         Text(
             "Each claim names its scope. For these tasks: the k-th trials of the two arms on a shared task are "
-            "paired, and a sign e-process over the pairs in the order they ran must reach "
+            "paired, and an e-process over the pairs in the order they ran (success: the sign e-process; tokens: "
+            "a betting e-process on the paired log-ratios, mixed with the sign e-process) must reach "
             f"{plural(family, 'hypothesis', 'hypotheses')} / {alpha:g} = {family / alpha:,.0f} (Holm across every "
             f"pair and metric), which keeps the chance of any wrong claim below {alpha:g} however often the report "
             "is read. For tasks like these: additionally the sign-flip test over the per-task differences "

@@ -1,0 +1,387 @@
+"""`--bench-fill decide`: where a sitting's trials decide something. A pure core (no pytest).
+
+A comparison is one pair of arms on one metric (success, tokens). It is *decided* when the paired
+evidence claims a difference, or claims that no difference is larger than the bench's smallest effect
+of interest ([bench.smallest_effect]); statistics.compare_paired judges both, anytime-valid.
+
+Why the guarantees survive adaptive allocation: the plan is computed once, before the sitting, from
+the samples already stored, read and paired exactly as the report reads and pairs them (report.reading,
+and figures' k-th-trial-per-task pairing in the order the report could first see each pair). Which
+trials run next is therefore a function of the past only, and a test martingale stays one under
+such a (predictable) choice; a decided comparison simply stops receiving trials (optional stopping).
+Within an undecided comparison every task gets the same number of new pairs (a round), fewest-paired
+tasks first when a round does not fit whole, so the comparison keeps weighing its tasks alike
+rather than drifting towards tasks whose past outcomes looked promising.
+
+Where the trials go: rounds. Each round gives every undecided comparison's pair of arms one more
+paired trial per shared task, the pair whose round costs the fewest expected tokens first (a cell
+deep enough already, for another pair, costs nothing); a round that does not fit the sitting's trial
+count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
+the cell's mean, else the arm's, else the bench's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .sample import TOKEN_COMPONENTS
+
+METRICS = ("success", "tokens")
+DIFFERS, EQUIVALENT, UNDECIDED = "differs", "equivalent", "undecided"
+DECIDED = (DIFFERS, EQUIVALENT)
+# The most rounds one plan gives a pair: far beyond any budget; keeps a plan with free trials finite.
+MAX_ROUNDS = 10_000
+
+Cell = tuple[str, str]  # (arm, task)
+Trial = tuple[str, bool, "float | None"]  # report.reading.Trial: started_at, passed, cost-equivalent tokens
+
+
+@dataclass(frozen=True)
+class ComparisonState:
+    """One comparison as the stored samples leave it before the sitting."""
+
+    arm_a: str
+    arm_b: str
+    metric: str
+    decision: str  # differs | equivalent | undecided
+    pairs: int  # paired trials so far (tasks at the floor in both arms)
+    tasks: tuple[str, ...]  # the tasks the pair shares in this selection
+    estimate: float | None = None  # b - a (success), log(b / a) (tokens)
+    interval: tuple[float, float] | None = None
+    e_value: float | None = None
+    margin: float | None = None  # the smallest effect of interest on the estimate's scale; None: not declared
+    claim_e: float | None = None  # the e-value a difference claim needs (1 / the comparison's share of alpha)
+
+    @property
+    def decided(self) -> bool:
+        return self.decision in DECIDED
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm_a} vs {self.arm_b} on {self.metric}"
+
+    def describe(self) -> str:
+        """'cli vs mcp on tokens: undecided (12 paired trials, mcp/cli x1.21 [0.95, 1.55])'."""
+        if not self.pairs:
+            return f"{self.name}: undecided (no paired trial yet: both arms need the floor on a shared task)"
+        detail = f"{self.pairs} paired trials"
+        if self.e_value is not None and self.claim_e is not None and self.decision != DIFFERS:
+            detail += f", e {self.e_value:.3g} of the {self.claim_e:.0f} a difference needs"
+        if self.estimate is not None:
+            detail += f", {self._show(self.estimate)}"
+            if self.interval is not None:
+                detail += f" [{self._show(self.interval[0], bare=True)}, {self._show(self.interval[1], bare=True)}]"
+        if self.decision == EQUIVALENT and self.margin is not None:
+            what = f"equivalent: no difference larger than {self._margin_text()}"
+        elif self.decision == UNDECIDED and self.margin is None:
+            what = "undecided (no [bench.smallest_effect] for it: only a difference can decide it)"
+        else:
+            what = self.decision
+        return f"{self.name}: {what} ({detail})"
+
+    def _show(self, value: float, *, bare: bool = False) -> str:
+        if self.metric == "tokens":
+            ratio = math.exp(value)
+            return f"{ratio:.2f}" if bare else f"{self.arm_b}/{self.arm_a} x{ratio:.2f}"
+        points = f"{100 * value:+.1f}"
+        return points if bare else f"{self.arm_b} - {self.arm_a} {points} pp"
+
+    def _margin_text(self) -> str:
+        assert self.margin is not None
+        if self.metric == "tokens":
+            return f"{100 * math.expm1(self.margin):.0f}% in tokens"
+        return f"{100 * self.margin:.0f} percentage points"
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    arm: str
+    task: str
+    trials: int
+    expected_tokens: float | None  # per trial, from the stored samples (None: nothing stored to go by)
+    reason: str
+
+
+@dataclass
+class DecidePlan:
+    """The sitting's plan: new trials per cell, why, and the comparisons it serves."""
+
+    cells: dict[Cell, CellPlan]
+    comparisons: list[ComparisonState]
+    limit: str  # what bounded the plan, in words
+    expected_tokens: float | None  # of the whole plan (None: no stored token figure to go by)
+    nothing_left: str | None = None  # why the sitting runs nothing, when it runs nothing
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[Cell, int]:
+        return {cell: plan.trials for cell, plan in self.cells.items()}
+
+    @property
+    def total(self) -> int:
+        return sum(plan.trials for plan in self.cells.values())
+
+    def headline(self) -> str:
+        """One line for the sitting's header (the plan itself is printed with the summary)."""
+        undecided = sum(not c.decided for c in self.comparisons)
+        return (f"benchcell: --bench-fill decide: {self.total} trials for {undecided} of {len(self.comparisons)} "
+                f"comparisons still undecided (the plan and its reasons follow the sitting)")  # fmt: skip
+
+    def lines(self) -> list[str]:
+        """What --collect-only and the sitting print: each comparison's state, each cell's plan and why."""
+        out = [f"comparisons ({sum(not c.decided for c in self.comparisons)} of {len(self.comparisons)} undecided):"]
+        out += [f"    {state.describe()}" for state in self.comparisons]
+        spend = f", ~{self.expected_tokens:,.0f} cost-equivalent tokens expected" if self.expected_tokens else ""
+        out.append(f"plan: {self.total} trials{spend} ({self.limit})")
+        for plan in self.cells.values():
+            per_trial = f", ~{plan.expected_tokens:,.0f} tokens each" if plan.trials and plan.expected_tokens else ""
+            out.append(f"    {plan.arm} x {plan.task}: {plan.trials} trial{'' if plan.trials == 1 else 's'}{per_trial}: {plan.reason}")
+        out += self.notes
+        if self.nothing_left:
+            out.append(self.nothing_left)
+        return out
+
+
+Compare = Callable[..., Any]  # statistics.compare_paired(differences, *, metric, alpha, margin)
+
+
+def differences(pairs: Sequence[tuple[Trial, Trial]], metric: str) -> list[float]:
+    """Per pair, b - a: success in {-1, 0, 1}; tokens log((b + 1) / (a + 1)) (statistics.token_log_ratio),
+    0 (a tie, as in the report) where a usage is unknown."""
+    if metric == "success":
+        return [float(trial_b[1]) - float(trial_a[1]) for trial_a, trial_b in pairs]
+    return [
+        0.0 if trial_a[2] is None or trial_b[2] is None else math.log((trial_b[2] + 1.0) / (trial_a[2] + 1.0))
+        for trial_a, trial_b in pairs
+    ]
+
+
+def margin_of(metric: str, smallest_effect: Mapping[str, float]) -> float | None:
+    """The smallest effect on the scale compare_paired works in (tokens: a log-ratio)."""
+    if metric not in smallest_effect:
+        return None
+    value = smallest_effect[metric]
+    return math.log1p(value) if metric == "tokens" else value
+
+
+def read_trials(
+    store: Any, model_kind: str, cells: Sequence[Cell], weights: Mapping[str, float],
+    definitions: Mapping[Cell, Any] | None,
+) -> dict[Cell, list[Trial]]:  # fmt: skip
+    """Each cell's scored trials as the report reads them (its current conditions with the bench known)."""
+    from .report.reading import newest, read_cell
+    from .store import Cell as StoreCell
+
+    weight_list = [float(weights[name]) for name in TOKEN_COMPONENTS]
+    found: dict[Cell, list[Trial]] = {}
+    for arm, task in cells:
+        groups = read_cell(store, StoreCell(model_kind, arm, task), weight_list, [], definitions)
+        definition = (definitions or {}).get((arm, task))
+        used = groups.get(definition.conditions) if definition is not None else newest(groups)
+        found[(arm, task)] = list(used.trials) if used is not None else []
+    return found
+
+
+def judge(
+    trials: Mapping[Cell, Sequence[Trial]], pairs_of_arms: Sequence[tuple[str, str]], tasks: Sequence[str],
+    *, floor: int, smallest_effect: Mapping[str, float], alpha: float, compare: Compare, family: int | None = None,
+) -> list[ComparisonState]:  # fmt: skip
+    """Every comparison's state from the stored trials, paired as the report pairs them.
+
+    The family's error is split evenly (Bonferroni over pairs x metrics, or `family` comparisons when
+    only some of them are judged), as the report's claim level."""
+    from .report.figures import _paired_in_time_order  # the report's own pairing: the evidence must match
+
+    family = family or max(1, len(pairs_of_arms) * len(METRICS))
+    states = []
+    for a, b in pairs_of_arms:
+        shared = tuple(t for t in tasks if (a, t) in trials and (b, t) in trials)
+        covered = [t for t in shared if len(trials[(a, t)]) >= floor and len(trials[(b, t)]) >= floor]
+        paired = _paired_in_time_order({key: trials[key] for key in trials}, a, b, covered, floor) if covered else []
+        for metric in METRICS:
+            margin = margin_of(metric, smallest_effect)
+            if not paired:
+                states.append(ComparisonState(a, b, metric, UNDECIDED, 0, shared, margin=margin, claim_e=family / alpha))
+                continue
+            result = compare(differences(paired, metric), metric=metric, alpha=alpha / family, margin=margin)
+            decision = result.decision if result.decision in DECIDED else UNDECIDED
+            if decision == EQUIVALENT and margin is None:  # no margin declared: equivalence is not a claim
+                decision = UNDECIDED
+            interval = tuple(result.interval) if getattr(result, "interval", None) is not None else None
+            states.append(ComparisonState(
+                a, b, metric, decision, len(paired), shared, result.estimate, interval,  # type: ignore[arg-type]
+                result.e_value, margin, family / alpha,
+            ))  # fmt: skip
+    return states
+
+
+def expected_costs(trials: Mapping[Cell, Sequence[Trial]]) -> dict[Cell, float | None]:
+    """Expected cost-equivalent tokens of one more trial per cell: the cell's mean, else its arm's mean
+    over its cells' means, else the bench's; None when nothing stored has a usage."""
+    cell_means = {}
+    for cell, cell_trials in trials.items():
+        costs = [t[2] for t in cell_trials if t[2] is not None]
+        cell_means[cell] = sum(costs) / len(costs) if costs else None
+    known = [m for m in cell_means.values() if m is not None]
+    overall = sum(known) / len(known) if known else None
+    out: dict[Cell, float | None] = {}
+    for (arm, task), mean in cell_means.items():
+        if mean is None:
+            same_arm = [m for (other, _), m in cell_means.items() if other == arm and m is not None]
+            mean = sum(same_arm) / len(same_arm) if same_arm else overall
+        out[(arm, task)] = mean
+    return out
+
+
+def plan_decisions(
+    trials: Mapping[Cell, Sequence[Trial]],
+    pairs_of_arms: Sequence[tuple[str, str]],
+    tasks: Sequence[str],
+    *,
+    floor: int,
+    smallest_effect: Mapping[str, float],
+    trial_limit: int | None,
+    budget: float | None = None,
+    alpha: float = 0.05,
+    compare: Compare | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    fallback_trials: int = 0,
+) -> DecidePlan:
+    """The plan for one sitting from the trials stored before it (see the module docstring).
+
+    `trials`: every selected cell (the compared tasks' cells; others get no trial), `tasks` in bench
+    order, `trial_limit` the sitting's trial count and `budget` its expected cost-equivalent tokens
+    (at least one of them; with a budget but no stored usage to estimate it, `fallback_trials` is the
+    trial count, and the budget is enforced as trials run). Deterministic: the same stored trials give the same plan."""
+    if compare is None:
+        from .statistics import compare_paired as compare
+    if trial_limit is None and budget is None:
+        raise ValueError("plan_decisions needs a trial limit or a budget")
+    states = judge(trials, pairs_of_arms, tasks, floor=floor, smallest_effect=smallest_effect, alpha=alpha,
+                   compare=compare)  # fmt: skip
+    costs = expected_costs(trials)
+    # A budget with nothing to estimate it by (no stored usage, or usage of zero tokens, which would
+    # let a budget buy trials without end): a trial count instead, and the budget is enforced as trials run.
+    unknown_cost = budget is not None and any(not costs[cell] for cell in trials)
+    if unknown_cost and trial_limit is None:
+        trial_limit = fallback_trials
+    depth = {cell: len(cell_trials) for cell, cell_trials in trials.items()}
+    target = dict(depth)
+    undecided_pairs: list[tuple[str, str]] = []
+    for state in states:
+        if not state.decided and (state.arm_a, state.arm_b) not in undecided_pairs and state.tasks:
+            undecided_pairs.append((state.arm_a, state.arm_b))
+    shared = {pair: next(s.tasks for s in states if (s.arm_a, s.arm_b) == pair) for pair in undecided_pairs}
+    # New paired trials per task start from what is stored: min of the two cells (the report's k-th pairing).
+    base = {(pair, t): min(depth[(pair[0], t)], depth[(pair[1], t)]) for pair in undecided_pairs for t in shared[pair]}
+    spent_trials, spent_tokens = 0, 0.0
+
+    def step_cost(pair: tuple[str, str], task: str, rounds: int) -> tuple[int, float, dict[Cell, int]]:
+        wanted = max(floor, base[(pair, task)] + rounds)
+        new = {cell: max(0, wanted - target[cell]) for cell in ((pair[0], task), (pair[1], task))}
+        tokens = sum(n * (costs[cell] or 0.0) for cell, n in new.items())
+        return sum(new.values()), tokens, new
+
+    def fits(count: int, tokens: float) -> bool:
+        if trial_limit is not None and spent_trials + count > trial_limit:
+            return False
+        return budget is None or unknown_cost or spent_tokens + tokens <= budget
+
+    rounds = {pair: 0 for pair in undecided_pairs}  # whole rounds given; a cut round is retried next time
+    while True:
+        progressed = False
+
+        def round_cost(pair: tuple[str, str]) -> float:
+            return sum(step_cost(pair, t, rounds[pair] + 1)[1] for t in shared[pair])
+
+        for pair in sorted(undecided_pairs, key=lambda p: (round_cost(p), undecided_pairs.index(p))):
+            if rounds[pair] >= max_rounds:
+                continue
+            whole = True
+            for task in sorted(shared[pair], key=lambda t: (base[(pair, t)], tasks.index(t))):
+                count, tokens, new = step_cost(pair, task, rounds[pair] + 1)
+                if not fits(count, tokens):
+                    whole = False
+                    continue
+                for cell, n in new.items():
+                    target[cell] += n
+                spent_trials += count
+                spent_tokens += tokens
+                progressed |= count > 0
+            if whole:
+                rounds[pair] += 1
+                progressed = True
+        if not progressed:
+            break
+    return _describe(trials, states, pairs_of_arms, target, depth, costs, floor=floor, trial_limit=trial_limit,
+                     budget=budget, unknown_cost=unknown_cost)  # fmt: skip
+
+
+def _describe(
+    trials: Mapping[Cell, Sequence[Trial]], states: Sequence[ComparisonState], pairs_of_arms: Sequence[tuple[str, str]],
+    target: Mapping[Cell, int], depth: Mapping[Cell, int], costs: Mapping[Cell, float | None], *, floor: int,
+    trial_limit: int | None, budget: float | None, unknown_cost: bool,
+) -> DecidePlan:  # fmt: skip
+    cells: dict[Cell, CellPlan] = {}
+    for cell in trials:
+        arm, task = cell
+        count = target[cell] - depth[cell]
+        serves = [s for s in states if task in s.tasks and arm in (s.arm_a, s.arm_b)]
+        open_ = [s for s in serves if not s.decided]
+        if count:
+            below = f"{depth[cell]} scored, the floor is {floor}; " if depth[cell] < floor else ""
+            by_pair: dict[str, list[str]] = {}
+            for s in open_:
+                by_pair.setdefault(f"{s.arm_a} vs {s.arm_b}", []).append(s.metric)
+            reason = below + "advances " + "; ".join(f"{pair} ({', '.join(metrics)} undecided)" for pair, metrics in by_pair.items())
+        elif not serves:
+            reason = "serves no comparison (a bonus task, or no compared arm shares it)"
+        elif not open_:
+            reason = "every comparison it serves is decided: " + "; ".join(f"{s.name} {s.decision}" for s in serves)
+        else:
+            reason = "no room left in the sitting's limit for its next paired trial"
+        cells[cell] = CellPlan(arm, task, count, costs.get(cell), reason)
+    limit_parts = []
+    if trial_limit is not None:
+        limit_parts.append(f"a sitting of at most {trial_limit} trials")
+    if budget is not None:
+        limit_parts.append(
+            f"a budget of {budget:,.0f} cost-equivalent tokens"
+            + (" (checked as trials run: a cell with no stored usage gives no estimate)" if unknown_cost else "")
+        )
+    known = [target[c] - depth[c] for c in trials]
+    expected = None
+    if any(costs[c] is not None for c in trials):
+        expected = sum((target[c] - depth[c]) * (costs[c] or 0.0) for c in trials)
+    plan = DecidePlan(cells, list(states), "; ".join(limit_parts), expected)
+    if not sum(known):
+        if not pairs_of_arms:
+            plan.nothing_left = "nothing to decide: no comparison among the selected arms"
+        elif all(s.decided for s in states):
+            plan.nothing_left = "nothing left to decide: every comparison is decided; no trial runs"
+        elif not any(s.tasks for s in states if not s.decided):
+            plan.nothing_left = "nothing to run: the undecided comparisons share no selected task"
+        else:
+            plan.nothing_left = f"nothing fits: {plan.limit} leaves no room for one more trial; no trial runs"
+    return plan
+
+
+def plan_sitting(
+    store: Any, bench: Any, *, model_kind: str, arms: Sequence[str], cells: Sequence[Cell],
+    definitions: Mapping[Cell, Any], trials: int | None, budget: int | None,
+) -> DecidePlan:  # fmt: skip
+    """The plugin's entry: `--bench-fill decide` over the selected cells of a bench (config.Bench).
+
+    The sitting's size: `--bench-trials N` when given; else the budget alone when stored usage can
+    estimate it; else what an ordinary sitting of these cells would run ([bench] trials per cell)."""
+    compared = [cell for cell in cells if not bench.tasks[cell[1]].bonus]
+    ordinary = bench.trials * max(1, len(compared))
+    trial_limit = trials if trials is not None else None if budget is not None else ordinary
+    stored = read_trials(store, model_kind, cells, bench.weights, definitions)
+    tasks = [task for task in bench.tasks if not bench.tasks[task].bonus]
+    return plan_decisions(
+        stored, bench.compared_pairs(list(arms)), tasks, floor=bench.floor, smallest_effect=bench.smallest_effect,
+        trial_limit=trial_limit, budget=budget, fallback_trials=ordinary,
+    )  # fmt: skip

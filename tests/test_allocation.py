@@ -1,0 +1,205 @@
+"""The allocation core of `--bench-fill decide` (pytest_benchcell/allocation.py), with the real statistics."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import pytest
+from sample_factory import cell_samples, write_samples
+
+from pytest_benchcell.allocation import (
+    DIFFERS,
+    EQUIVALENT,
+    UNDECIDED,
+    differences,
+    judge,
+    plan_decisions,
+    read_trials,
+)
+from pytest_benchcell.config import BenchConfigError, parse_bench
+from pytest_benchcell.statistics import compare_paired
+
+EFFECTS = {"success": 0.3, "tokens": 0.5}
+
+
+def cell(count: int, *, passed: bool = True, cost: float | None = 1000.0, start: int = 0) -> list[tuple[str, bool, float | None]]:
+    return [(f"2026-12-02T12:{start + i:02d}:00.000Z", passed, cost) for i in range(count)]
+
+
+def decided_trials() -> dict:
+    """a passes every trial for 1,000 tokens, b fails every one for 3,000: 24 pairs over two tasks."""
+    return {
+        ("a", "t1"): cell(12), ("a", "t2"): cell(12, start=20),
+        ("b", "t1"): cell(12, passed=False, cost=3000.0), ("b", "t2"): cell(12, passed=False, cost=3000.0, start=20),
+    }  # fmt: skip
+
+
+def test_differences_are_b_minus_a_per_pair_and_an_unknown_usage_is_a_tie() -> None:
+    pairs = [(("s", True, 100.0), ("s", False, 300.0)), (("s", False, None), ("s", True, 50.0))]
+    assert differences(pairs, "success") == [-1.0, 1.0]
+    assert differences(pairs, "tokens") == [pytest.approx(math.log(301 / 101)), 0.0]
+
+
+def test_judge_pairs_as_the_report_does_and_splits_alpha_over_the_family() -> None:
+    states = judge(decided_trials(), [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, alpha=0.05,
+                   compare=compare_paired)  # fmt: skip
+    success, tokens = states
+    assert (success.metric, success.decision, success.pairs, success.estimate) == ("success", DIFFERS, 24, -1.0)
+    assert (tokens.metric, tokens.decision) == ("tokens", DIFFERS)
+    expected = compare_paired([-1.0] * 24, metric="success", alpha=0.05 / 2, margin=0.3)
+    assert success.e_value == expected.e_value and success.interval == expected.interval
+
+
+def test_a_decided_comparison_gets_no_more_trials() -> None:
+    trials = {**decided_trials(), ("c", "t1"): [], ("c", "t2"): []}
+    plan = plan_decisions(trials, [("a", "b"), ("a", "c")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS,
+                          trial_limit=10)  # fmt: skip
+    counts = plan.counts()
+    assert counts[("b", "t1")] == counts[("b", "t2")] == 0
+    assert "every comparison it serves is decided: a vs b on success differs; a vs b on tokens differs" in plan.cells[("b", "t1")].reason
+    # a is deep already (12 per task): the undecided a vs c needs only c's trials, both tasks alike
+    assert counts[("a", "t1")] == counts[("a", "t2")] == 0
+    assert counts[("c", "t1")] == counts[("c", "t2")] == 5
+    assert "0 scored, the floor is 3; advances a vs c (success, tokens undecided)" in plan.cells[("c", "t1")].reason
+    assert plan.nothing_left is None
+
+
+def test_nothing_left_to_decide_plans_nothing_and_says_why() -> None:
+    plan = plan_decisions(decided_trials(), [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, trial_limit=50)
+    assert plan.total == 0
+    assert plan.nothing_left == "nothing left to decide: every comparison is decided; no trial runs"
+    assert plan.lines()[-1] == plan.nothing_left
+    assert "comparisons (0 of 2 undecided):" in plan.lines()
+
+
+def test_equivalence_within_the_smallest_effect_decides_and_without_one_it_cannot() -> None:
+    twins = {(arm, task): cell(20, start=30 * n) for arm in "ab" for n, task in enumerate(("t1", "t2"))}
+    success, tokens = judge(twins, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, alpha=0.05,
+                            compare=compare_paired)  # fmt: skip
+    assert (success.decision, tokens.decision) == (EQUIVALENT, EQUIVALENT)
+    assert "equivalent: no difference larger than 30 percentage points" in success.describe()
+    assert "equivalent: no difference larger than 50% in tokens" in tokens.describe()
+    plan = plan_decisions(twins, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect={}, trial_limit=8)
+    assert {state.decision for state in plan.comparisons} == {UNDECIDED}
+    assert "only a difference can decide it" in plan.comparisons[0].describe()
+    assert plan.total == 8
+
+
+def test_rounds_keep_tasks_balanced_and_the_trial_count_is_respected() -> None:
+    trials = {(arm, task): cell(3, passed=arm == "a") for arm in "ab" for task in ("t1", "t2", "t3")}
+    plan = plan_decisions(trials, [("a", "b")], ["t1", "t2", "t3"], floor=3, smallest_effect=EFFECTS, trial_limit=13)
+    assert plan.total == 12  # two whole rounds (2 arms x 3 tasks each); the 13th would unbalance a pair
+    assert set(plan.counts().values()) == {2}
+    cut = plan_decisions(trials, [("a", "b")], ["t1", "t2", "t3"], floor=3, smallest_effect=EFFECTS, trial_limit=10)
+    # a round that does not fit whole is cut task by task, fewest-paired first, each task as a pair
+    assert cut.total == 10 and sorted(cut.counts()[("a", t)] for t in ("t1", "t2", "t3")) == [1, 2, 2]
+    assert all(cut.counts()[("a", t)] == cut.counts()[("b", t)] for t in ("t1", "t2", "t3"))
+
+
+def test_the_budget_is_respected_from_stored_token_means() -> None:
+    trials = {("a", "t1"): cell(3, cost=1000.0), ("b", "t1"): cell(3, passed=False, cost=3000.0),
+              ("a", "t2"): cell(3, cost=2000.0), ("b", "t2"): cell(3, passed=False, cost=2000.0)}  # fmt: skip
+    plan = plan_decisions(trials, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, trial_limit=None,
+                          budget=20_000)  # fmt: skip
+    assert plan.expected_tokens is not None and plan.expected_tokens <= 20_000
+    assert plan.expected_tokens == sum(n * {"t1": 1000, "t2": 2000}[t] + n * {"t1": 3000, "t2": 2000}[t]
+                                       for (arm, t), n in plan.counts().items() if arm == "a")  # fmt: skip
+    assert plan.expected_tokens > 20_000 - 4000  # a whole further pair (the cheapest costs 4,000) would not fit
+    tiny = plan_decisions(trials, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, trial_limit=None, budget=100)
+    assert tiny.total == 0
+    assert tiny.nothing_left == (
+        "nothing fits: a budget of 100 cost-equivalent tokens leaves no room for one more trial; no trial runs"
+    )
+
+
+def test_a_budget_with_no_stored_usage_falls_back_to_a_trial_count() -> None:
+    trials = {(arm, task): [] for arm in "ab" for task in ("t1", "t2")}
+    plan = plan_decisions(trials, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, trial_limit=None,
+                          budget=5000, fallback_trials=12)  # fmt: skip
+    assert plan.total == 12 and plan.expected_tokens is None
+    assert "checked as trials run" in plan.limit
+
+
+def test_the_same_store_gives_the_same_plan(tmp_path: Path) -> None:
+    samples = []
+    for arm, outcomes in (("a", ["pass", "pass", "incorrect", "pass"]), ("b", ["incorrect", "pass", "incorrect", "incorrect"])):
+        for n, task in enumerate(("t1", "t2")):
+            samples += cell_samples(arm, task, 4, outcomes=outcomes, minutes=10 * n,
+                                    tokens_by_trial=[(1000 * (i + 1), 0, 0, 0) for i in range(4)])  # fmt: skip
+    store = write_samples(tmp_path, samples)
+    weights = {"fresh_input": 1.0, "cache_write": 1.0, "cache_read": 1.0, "output": 1.0}
+    cells = [(arm, task) for arm in "abc" for task in ("t1", "t2")]
+
+    def plan():  # type: ignore[no-untyped-def]
+        trials = read_trials(store, "real", cells, weights, None)
+        return plan_decisions(trials, [("a", "b"), ("b", "c")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, trial_limit=9)
+
+    first, second = plan(), plan()
+    assert first.lines() == second.lines() and first.counts() == second.counts()
+    assert first.total == 9
+    assert first.cells[("a", "t1")].expected_tokens == 2500.0  # the cell's stored mean steers the plan
+
+
+BASE = {
+    "bench": {"model": "m"},
+    "arms": {"a": {"tools": ["Read"]}, "b": {"tools": ["Read"]}, "c": {"tools": ["Read"]}},
+    "tasks": {"t": {"tier": "read", "intent": "x", "required_facts": ["y"]}},
+}
+
+
+@pytest.mark.parametrize(
+    ("bench", "message"),
+    [
+        ({"comparisons": [["a", "x"]]}, "[bench] comparisons has value 'x'; allowed: a declared arm: a, b, c"),
+        ({"comparisons": [["a", "a"]]}, "[bench] comparisons has value ['a', 'a']; allowed: a pair of two different arms"),
+        ({"comparisons": [["a", "b"], ["b", "a"]]}, "allowed: each pair once (a pair in either order is the same comparison)"),
+        ({"comparisons": [["a"]]}, "[bench] comparisons has value ['a']; allowed: a list of pairs of declared arm names"),
+        ({"comparisons": []}, "(leave the key out to compare every pair)"),
+        ({"smallest_effect": {"success": 1.5}}, "[bench.smallest_effect] success has value 1.5; allowed: a number above 0 and below 1"),
+        ({"smallest_effect": {"tokens": 0}}, "[bench.smallest_effect] tokens has value 0; allowed: a number above 0 and below 10"),
+        ({"smallest_effect": {"token": 0.2}}, "[bench.smallest_effect] has unknown key 'token' (did you mean 'tokens'?)"),
+        ({"smallest_effect": 0.2}, "[bench.smallest_effect] has value 0.2; allowed: a table"),
+    ],
+)
+def test_bad_comparisons_and_smallest_effects_get_one_clear_error(bench: dict, message: str) -> None:
+    document = copy.deepcopy(BASE)
+    document["bench"].update(bench)
+    with pytest.raises(BenchConfigError) as caught:
+        parse_bench(Path("/b/bench.toml"), document)
+    assert str(caught.value).startswith("/b/bench.toml: ") and message in str(caught.value)
+
+
+def test_declared_comparisons_and_the_default_of_every_pair() -> None:
+    every = parse_bench(Path("/b/bench.toml"), copy.deepcopy(BASE))
+    assert every.compared_pairs() == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert every.compared_pairs(["c", "a"]) == [("c", "a")]
+    document = copy.deepcopy(BASE)
+    document["bench"].update(comparisons=[["b", "a"], ["a", "c"]], smallest_effect={"success": 0.15, "tokens": 0.2})
+    declared = parse_bench(Path("/b/bench.toml"), document)
+    assert declared.compared_pairs() == [("b", "a"), ("a", "c")]
+    assert declared.compared_pairs(["a", "b"]) == [("b", "a")]
+    assert declared.smallest_effect == {"success": 0.15, "tokens": 0.2}
+
+
+def test_the_cheaper_round_goes_first_and_a_trial_count_with_a_budget_obeys_both() -> None:
+    trials = {("a", "t1"): cell(3, cost=1000.0), ("b", "t1"): cell(3, passed=False, cost=1000.0),
+              ("c", "t1"): cell(3, cost=9000.0), ("d", "t1"): cell(3, passed=False, cost=9000.0)}  # fmt: skip
+    pairs = [("c", "d"), ("a", "b")]  # the dear pair is declared first; the cheap one still goes first
+    plan = plan_decisions(trials, pairs, ["t1"], floor=3, smallest_effect=EFFECTS, trial_limit=2)
+    assert plan.counts() == {("a", "t1"): 1, ("b", "t1"): 1, ("c", "t1"): 0, ("d", "t1"): 0}
+    assert plan.cells[("c", "t1")].reason == "no room left in the sitting's limit for its next paired trial"
+    both = plan_decisions(trials, pairs, ["t1"], floor=3, smallest_effect=EFFECTS, trial_limit=6, budget=24_000)
+    # round 1: a + b (2,000), then c + d (18,000); round 2: a + b; c + d again would pass the budget; then the count is full
+    assert both.counts() == {("a", "t1"): 2, ("b", "t1"): 2, ("c", "t1"): 1, ("d", "t1"): 1}
+    assert both.expected_tokens == 22_000
+    assert plan_decisions(trials, pairs, ["t1"], floor=3, smallest_effect=EFFECTS, trial_limit=4, budget=24_000).total == 4
+
+
+def test_expected_tokens_fall_back_to_the_arm_then_the_bench() -> None:
+    from pytest_benchcell.allocation import expected_costs
+
+    costs = expected_costs({("a", "t1"): cell(2, cost=1000.0), ("a", "t2"): [], ("b", "t1"): cell(1, cost=3000.0),
+                            ("c", "t1"): cell(1, cost=None)})  # fmt: skip
+    assert costs == {("a", "t1"): 1000.0, ("a", "t2"): 1000.0, ("b", "t1"): 3000.0, ("c", "t1"): 2000.0}

@@ -1,0 +1,252 @@
+"""`--bench-fill decide` black-box: the plan and its reasons, a scripted run, xdist, nothing left, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from benches import CONFTEST, write_bench
+from sample_factory import cell_samples, of_bench, write_samples
+
+DECIDE_BENCH = """
+[bench]
+name = "decide"
+model = "claude-sonnet-4-5"
+store = "results"
+trials = 2
+turn_cap = 4
+wall_clock_ms = 30000
+comparisons = [["shell", "bare"]]
+
+[bench.smallest_effect]
+success = 0.3
+tokens = 0.5
+
+[arms.shell]
+tools = ["Bash"]
+binaries = ["touch"]
+bootstrap = "The shell is available."
+
+[arms.bare]
+tools = ["Bash"]
+bootstrap = "Only common text utilities are available."
+
+[arms.other]
+tools = ["Bash"]
+bootstrap = "Not compared with anything."
+
+[tasks.say-hello]
+tier = "read"
+intent = "Say hello."
+required_facts = ["hello"]
+"""
+
+SELECT = ["--bench-arm", "shell,bare", "--bench-task", "say-hello", "--bench-scripted", "--bench-fill", "decide"]
+
+
+def store_cells(pytester: pytest.Pytester, cells: dict[str, dict]) -> None:
+    """Scripted samples of the bench's current definitions: arm -> cell_samples keyword arguments."""
+    samples = []
+    for arm, fields in cells.items():
+        samples += [of_bench(s, pytester.path / "bench.toml") for s in cell_samples(arm, "say-hello", model_kind="scripted", **fields)]
+    write_samples(pytester.path / "results", samples)
+
+
+def trial_numbers(pytester: pytest.Pytester, arm: str) -> list[int]:
+    path = pytester.path / "results" / "scripted" / arm / "say-hello.jsonl"
+    return sorted(json.loads(line)["trial"] for line in path.read_text().splitlines() if line.strip())
+
+
+PLAN_LINES = [
+    "comparisons (2 of 2 undecided):",
+    "    shell vs bare on success: undecided (no paired trial yet: both arms need the floor on a shared task)",
+    "    shell vs bare on tokens: undecided (no paired trial yet: both arms need the floor on a shared task)",
+    "plan: 4 trials, ~15,600 cost-equivalent tokens expected (a sitting of at most 4 trials)",
+    "    shell x say-hello: 1 trial, ~3,900 tokens each: advances shell vs bare (success, tokens undecided)",
+    "    bare x say-hello: 3 trials, ~3,900 tokens each: 1 scored, the floor is 3; advances shell vs bare (success, tokens undecided)",
+]
+
+
+def seed_store(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, DECIDE_BENCH, CONFTEST)
+    store_cells(pytester, {"shell": {"count": 3}, "bare": {"count": 1}})
+
+
+def test_collect_only_shows_the_plan_and_the_reason_for_each_cell(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    result = pytester.runpytest(*SELECT, "--bench-trials", "4", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "bench.toml::shell-say-hello-t4", "bench.toml::bare-say-hello-t2", "bench.toml::bare-say-hello-t3",
+        "bench.toml::bare-say-hello-t4", *PLAN_LINES, "*4 tests collected*",
+    ])  # fmt: skip
+    assert trial_numbers(pytester, "bare") == [1]  # a preview: nothing ran, nothing reserved
+
+
+@pytest.mark.e2e
+def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    result = pytester.runpytest(*SELECT, "--bench-trials", "4")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([
+        "benchcell: --bench-fill decide: 4 trials for 2 of 2 comparisons still undecided (the plan and its reasons follow the sitting)",
+        *PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)",
+    ])  # fmt: skip
+    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
+
+
+@pytest.mark.e2e
+def test_every_xdist_worker_runs_the_controllers_plan(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    preview = pytester.runpytest(*SELECT, "--bench-trials", "4", "--collect-only", "-q")
+    previewed = sorted(line for line in preview.stdout.lines if line.startswith("bench.toml::"))
+    result = pytester.runpytest_subprocess(*SELECT, "--bench-trials", "4", "-n", "2", "-v")
+    result.assert_outcomes(passed=4)  # xdist refuses to run when its workers collect different items
+    ran = sorted(line.split()[-1] for line in result.stdout.lines if " PASSED " in line and "bench.toml::" in line)
+    assert ran == previewed
+    assert result.stdout.str().count("plan: 4 trials") == 1  # decided once, on the controller
+    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
+
+
+def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, DECIDE_BENCH, CONFTEST)
+    store_cells(pytester, {  # shell always passes for 1,000 tokens, bare always fails for 3,000: both decided
+        "shell": {"count": 12, "tokens": (1000, 0, 0, 0)},
+        "bare": {"count": 12, "tokens": (3000, 0, 0, 0), "outcome": "incorrect"},
+    })  # fmt: skip
+    result = pytester.runpytest(*SELECT)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "comparisons (0 of 2 undecided):",
+        "    shell vs bare on success: differs (12 paired trials, bare - shell -100.0 pp *)",
+        "    shell vs bare on tokens: differs (12 paired trials, bare/shell x2.50 *)",
+        "plan: 0 trials (a sitting of at most 4 trials)",
+        "    shell x say-hello: 0 trials: every comparison it serves is decided: shell vs bare on success differs; shell vs bare on tokens differs",
+        "nothing left to decide: every comparison is decided; no trial runs",
+    ])  # fmt: skip
+    assert trial_numbers(pytester, "bare") == list(range(1, 13))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bench-arm", "shell,other"],
+         "*--bench-fill decide --bench-arm shell,other: no comparison among the selected arms to decide ([[]bench[]] "
+         "comparisons in *bench.toml: shell vs bare); select both arms of a comparison*"),
+        (["--bench-arm", "shell,bare", "--bench-fill=sometimes"],
+         "*--bench-fill: 'sometimes' is not a whole number; allowed: a whole number >= 1, or decide*"),
+    ],
+)  # fmt: skip
+def test_decide_refuses_what_it_cannot_do(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    write_bench(pytester, DECIDE_BENCH, CONFTEST)
+    result = pytester.runpytest(*args, "--bench-task", "say-hello", "--bench-scripted", "--bench-fill", "decide")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_the_old_fill_forms_keep_working(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    bare = ["--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted", "--collect-only", "-q"]
+    pytester.runpytest(*bare, "--bench-fill").stdout.fnmatch_lines(["*2 tests collected*"])  # to the floor of 3
+    pytester.runpytest(*bare, "--bench-fill=5").stdout.fnmatch_lines(["*4 tests collected*"])
+    pytester.runpytest(*bare, "--bench-fill", "6").stdout.fnmatch_lines(["*5 tests collected*"])
+
+
+def test_decide_with_a_budget_plans_within_it(pytester: pytest.Pytester) -> None:
+    seed_store(pytester)
+    result = pytester.runpytest(*SELECT, "--bench-budget", "13000", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "plan: 2 trials, ~7,800 cost-equivalent tokens expected (a budget of 13,000 cost-equivalent tokens)",
+        "*2 tests collected*",
+    ])  # fmt: skip
+    assert not Path(pytester.path / "results" / "scripted" / "bare" / "say-hello.trials").exists()
+
+
+# -- the README's section on --bench-fill decide ----------------------------------------------------------
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+SECTION = README.split("### Deciding where trials go", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+FLAT = " ".join(SECTION.split())
+
+
+def example_bench_with_history(pytester: pytest.Pytester) -> None:
+    """The example bench, with the history the README's example plan starts from (current definitions)."""
+    import shutil
+
+    for name in ("bench.toml", "conftest.py"):
+        shutil.copy(REPO / name, pytester.path / name)
+    shutil.copytree(REPO / "bench", pytester.path / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    bench_toml = pytester.path / "bench.toml"
+    history = {  # arm -> (outcomes per trial, fresh input tokens)
+        "cli-skill": (["pass"] * 6, 20_000),
+        "mcp": (["pass", "incorrect", "incorrect", "pass", "incorrect", "incorrect"], 52_000),
+        "raw-api": (["pass", "pass", "incorrect"], 30_000),
+    }
+    samples = []
+    for arm, (outcomes, fresh) in history.items():
+        for n, task in enumerate(("count-open", "close-export")):
+            samples += cell_samples(arm, task, len(outcomes), outcomes=outcomes, tokens=(fresh, 0, 0, 0), minutes=30 * n,
+                                    tier="read" if task == "count-open" else "find-then-act")  # fmt: skip
+    write_samples(pytester.path / "bench" / "results", [of_bench(s, bench_toml) for s in samples])
+
+
+def readme_output_after(heading: str) -> list[str]:
+    block = SECTION.split(heading, 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    return block.splitlines()
+
+
+def test_the_readme_example_plan_is_what_the_plugin_prints(pytester: pytest.Pytester) -> None:
+    example_bench_with_history(pytester)
+    result = pytester.runpytest("--bench-arm", "all", "--bench-task", "count-open,close-export", "--bench-fill", "decide",
+                                "--bench-trials", "12", "--collect-only", "-q", "-p", "no:randomly")  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    shown = readme_output_after("<!-- readme-test: output -->")
+    assert shown and all(line in result.stdout.lines for line in shown), "\n".join(result.stdout.lines)
+
+
+def test_the_readme_declaration_is_the_example_benchs() -> None:
+    import tomllib
+
+    from pytest_benchcell.config import load_bench
+
+    block = SECTION.split("```toml\n", 1)[1].split("```", 1)[0]
+    declared = tomllib.loads(block)
+    bench = load_bench(REPO / "bench.toml")
+    assert [list(pair) for pair in bench.comparisons] == declared["comparisons"]
+    assert dict(bench.smallest_effect) == declared["smallest_effect"]
+    assert "120 for the example's three pairs" in FLAT and len(bench.comparisons) * 2 / 0.05 == 120
+
+
+def test_the_measured_figures_quoted_are_the_tables_and_meet_their_goals() -> None:
+    # The README quotes benchmarks/allocation.py; a quoted figure that is not in its table, or that
+    # misses its goal, is a false promise.
+    import re
+
+    table = SECTION.split("<summary>The table of that run</summary>", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    rows = [line for line in table.splitlines() if line.strip()]
+
+    def measured(world: str, tasks: int, what: str) -> float:
+        for index, line in enumerate(rows):
+            if line.startswith(f"{world}, {tasks} tasks, equal allocation"):
+                block = rows[index : index + 5]
+                found = next(row for row in block if what in row)
+                return float(re.findall(r"([\d.]+)% (?:\(|fewer)", found)[0])
+        raise AssertionError(f"no rows for {world} at {tasks} tasks")
+
+    level = re.search(r"in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories under decide "
+                      r"\(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%. - \*\*Wrong", FLAT)  # fmt: skip
+    wrong = re.search(r"direction, in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories "
+                      r"under decide \(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%", FLAT)  # fmt: skip
+    saved = re.search(r"decide spends \*\*([\d.]+)% fewer\*\* tokens at 8 tasks and \*\*([\d.]+)% fewer\*\* at 20 "
+                      r"\(goal ≥ 30%\)", FLAT)  # fmt: skip
+    assert level and wrong and saved
+    for match, world in ((level, "identical arms"), (wrong, "arms that differ")):
+        decide_8, decide_20, equal_8, equal_20 = map(float, match.groups())
+        assert max(decide_8, decide_20) <= 5.0
+        assert decide_8 == measured(world, 8, "--bench-fill decide") and decide_20 == measured(world, 20, "--bench-fill decide")
+        assert equal_8 == measured(world, 8, "equal allocation") and equal_20 == measured(world, 20, "equal allocation")
+    fewer_8, fewer_20 = map(float, saved.groups())
+    assert min(fewer_8, fewer_20) >= 30.0
+    assert (fewer_8, fewer_20) == (measured("arms that differ", 8, "tokens until"), measured("arms that differ", 20, "tokens until"))
+    assert "NO" not in table.split()
