@@ -192,14 +192,14 @@ def judge(
 
     The family's error is split evenly (Bonferroni over pairs x metrics, or `family` comparisons when
     only some of them are judged), as the report's claim level."""
-    from .report.figures import _paired_in_time_order  # the report's own pairing: the evidence must match
+    from .report.figures import paired_in_time_order  # the report's own pairing: the evidence must match
 
     family = family or max(1, len(pairs_of_arms) * len(METRICS))
     states = []
     for a, b in pairs_of_arms:
         shared = tuple(t for t in tasks if (a, t) in trials and (b, t) in trials)
         covered = [t for t in shared if len(trials[(a, t)]) >= floor and len(trials[(b, t)]) >= floor]
-        paired = _paired_in_time_order({key: trials[key] for key in trials}, a, b, covered, floor) if covered else []
+        paired = paired_in_time_order({key: trials[key] for key in trials}, a, b, covered, floor) if covered else []
         for metric in METRICS:
             margin = margin_of(metric, smallest_effect)
             if not paired:

@@ -544,7 +544,7 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     trials = {(arm, t): context.trials.get((arm, t), []) for arm in (a, b) for t in tasks}
     key = (a, b, tasks)
     if key not in context.paired:  # the same order serves both metrics
-        context.paired[key] = _paired_in_time_order(trials, a, b, tasks, context.settings.floor)
+        context.paired[key] = paired_in_time_order(trials, a, b, tasks, context.settings.floor)
     differences = [_difference(spec, trial_a, trial_b) for trial_a, trial_b in context.paired[key]]
     signs = (sum(d != 0 for d in differences), sum(d > 0 for d in differences))
     within: stats.SignEvidence | stats.BettingEvidence
@@ -581,7 +581,7 @@ def _difference(spec: _MetricSpec, trial_a: Trial, trial_b: Trial) -> float:
     return 0.0 if value_a is None or value_b is None else value_a - value_b
 
 
-def _paired_in_time_order(
+def paired_in_time_order(
     trials: Mapping[tuple[str, str], Sequence[Trial]], a: str, b: str, tasks: Sequence[str], floor: int
 ) -> list[tuple[Trial, Trial]]:
     """The paired trials (a, b), in the order the report could first have seen each pair.
