@@ -369,11 +369,27 @@ def test_noisy_arms_give_the_minimum_detectable_effect(tmp_path: Path) -> None:
     within = pair.within_tasks
     assert within.low is not None and within.high is not None and within.low < 1 < within.high
     assert pair.verdict == (
-        f"not distinguishable at this sample size; for these tasks a/b = {within.estimate:.2f}x over 24 paired trials, "
-        f"anytime interval {within.low:.2f}x to {within.high:.2f}x"
+        f"not distinguishable at this sample size; for these tasks a/b = {within.estimate:.2f}x (counting 1 paired trial "
+        f"more than 2.5x apart as 2.5x) over 24 paired trials, anytime interval {within.low:.2f}x to {within.high:.2f}x"
     )
     success = comparison(report, "success", "a", "b")  # every trial passed: no pair differs
     assert success.verdict.startswith("not distinguishable at this sample size")
+
+
+def test_a_ratio_beyond_the_clip_is_said_to_be_counted_at_the_clip(tmp_path: Path) -> None:
+    # Two tasks, 3 trials each: a spends about 5x b's tokens in every pair (beyond the 2.5x clip), and an
+    # unclipped reading would be about 5x: the verdict must not present 2.50x as the ratio without saying so.
+    samples = []
+    for task in ("t0", "t1"):
+        samples += cell_samples("a", task, 3, tokens_by_trial=[tokens(50_000)] * 3)
+        samples += cell_samples("b", task, 3, tokens_by_trial=[tokens(10_000)] * 3)
+    report = build_report(write_samples(tmp_path, samples), ReportSettings())
+    pair = comparison(report, "cost_equivalent", "a", "b")
+    assert not pair.distinguishable  # 6 pairs cannot reach the claim level
+    assert pair.verdict == (
+        "not distinguishable at this sample size; for these tasks a/b = 2.50x (counting 6 paired trials more than "
+        "2.5x apart as 2.5x) over 6 paired trials, anytime interval 0.40x or less to 2.50x or more"
+    )
 
 
 def test_clear_difference_is_reported_as_one(tmp_path: Path) -> None:

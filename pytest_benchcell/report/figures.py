@@ -508,6 +508,7 @@ class _Evidence:
     mde: float | None
     mean_a: float | None
     mean_b: float | None
+    clipped: int = 0  # token pairs whose ratio was beyond the clip (counted at the clip)
 
 
 def _comparisons(context: _Context) -> list[Comparison]:
@@ -549,6 +550,7 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     signs = (sum(d != 0 for d in differences), sum(d > 0 for d in differences))
     within: stats.SignEvidence | stats.BettingEvidence
     mde = None
+    clipped = 0
     if spec.key == "success":
         within = stats.sign_e_process(differences)
         pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
@@ -558,11 +560,13 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
     else:
         # By how much, not only which: the betting e-process on the paired log-ratios log(a / b), clipped.
         bound = stats.TOKEN_LOG_RATIO_CLIP
-        values = [
-            stats.clip(stats.token_log_ratio(value_b, value_a), bound)
+        ratios = [
+            stats.token_log_ratio(value_b, value_a)
             for trial_a, trial_b in context.paired[key]
             if (value_a := spec.trial_value(trial_a)) is not None and (value_b := spec.trial_value(trial_b)) is not None
         ]  # a pair with unknown usage carries no evidence and is left out
+        clipped = sum(abs(value) > bound for value in ratios)
+        values = [stats.clip(value, bound) for value in ratios]
         within = stats.token_e_process(values, bound=bound)
     these_tasks = None
     if values:
@@ -572,7 +576,7 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
             these_tasks = (math.exp(these_tasks[0]), math.exp(low), math.exp(high))
     mean_a = stats.mean(per_a[t][0] for t in tasks) if tasks else None
     mean_b = stats.mean(per_b[t][0] for t in tasks) if tasks else None
-    return _Evidence(spec, a, b, over_tasks, within, signs, these_tasks, mde, mean_a, mean_b)
+    return _Evidence(spec, a, b, over_tasks, within, signs, these_tasks, mde, mean_a, mean_b, clipped)
 
 
 def _difference(spec: _MetricSpec, trial_a: Trial, trial_b: Trial) -> float:
@@ -636,9 +640,22 @@ SIGN_METHOD = "sign e-process"
 BETTING_METHOD = "betting e-process on clipped log-ratios mixed with the sign e-process"
 
 
-def _ratio_text(a: str, b: str, these: tuple[float, float, float] | None) -> str:
-    """"a/b = 1.20x": the geometric mean ratio of the paired trials' tokens (clipped log-ratios)."""
-    return f"{a}/{b} = {these[0]:.2f}x" if these else f"{a}/{b} unknown"
+def _ratio_text(a: str, b: str, these: tuple[float, float, float] | None, clipped: int = 0) -> str:
+    """"a/b = 1.20x": the geometric mean ratio of the paired trials' tokens (clipped log-ratios). When
+    pairs were clipped the ratio understates the gap, so the text says how many were counted at the clip."""
+    if not these:
+        return f"{a}/{b} unknown"
+    limit = math.exp(stats.TOKEN_LOG_RATIO_CLIP)
+    note = f" (counting {plural(clipped, 'paired trial')} more than {limit:g}x apart as {limit:g}x)" if clipped else ""
+    return f"{a}/{b} = {these[0]:.2f}x{note}"
+
+
+def _interval_text(low: float, high: float) -> str:
+    """The anytime interval of the clipped ratio: an end at the clip means "that far or farther"."""
+    limit = math.exp(stats.TOKEN_LOG_RATIO_CLIP)
+    low_text = f"{low:.2f}x or less" if low <= 1.0 / limit * (1 + 1e-9) else f"{low:.2f}x"
+    high_text = f"{high:.2f}x or more" if high >= limit * (1 - 1e-9) else f"{high:.2f}x"
+    return f"{low_text} to {high_text}"
 
 
 def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha: float, conflicting: bool) -> str:
@@ -654,7 +671,7 @@ def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha
             agreeing = positives if result.estimate > 0 else nonzero - positives
             support = f"{agreeing} of {plural(nonzero, 'differing paired trial')} agree"
         else:
-            support = f"{_ratio_text(a, b, evidence.these_tasks)} over {plural(within.pairs, 'paired trial')}"
+            support = f"{_ratio_text(a, b, evidence.these_tasks, evidence.clipped)} over {plural(within.pairs, 'paired trial')}"
         head = (
             f"distinguishable for {scope}: {winner} is better ({a} is {direction} than {b} by "
             f"{spec.show(abs(result.estimate))}; {support})"
@@ -673,8 +690,9 @@ def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha
             return "not distinguishable at this sample size: no paired trial with known usage"
         _, low, high = evidence.these_tasks
         return (
-            f"not distinguishable at this sample size; for these tasks {_ratio_text(a, b, evidence.these_tasks)} "
-            f"over {plural(within.pairs, 'paired trial')}, anytime interval {low:.2f}x to {high:.2f}x"
+            f"not distinguishable at this sample size; for these tasks "
+            f"{_ratio_text(a, b, evidence.these_tasks, evidence.clipped)} over {plural(within.pairs, 'paired trial')}, "
+            f"anytime interval {_interval_text(low, high)}"
         )
     if mde is None:
         detail = "no difference is detectable with so few paired trials"
