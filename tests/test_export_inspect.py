@@ -9,10 +9,12 @@ model), whose transcripts are kept beside the store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -354,12 +356,14 @@ async def page_text_once_it_shows(aiohttp, url: str, expected: str, timeout: flo
     """The page's rendered text once it contains `expected` (or at the deadline), read through the
     DevTools protocol: the viewer loads its log in a web worker, which --dump-dom does not wait for."""
     deadline = time.monotonic() + timeout
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes (renderer, crashpad) may still write the profile after the browser
+    # itself is gone: the whole session is killed, and the profile's removal tolerates a late file.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         browser = subprocess.Popen(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
              "--disable-background-networking", "--disable-component-update", "--remote-debugging-port=0",
              f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
         try:
             endpoint = await asyncio.wait_for(asyncio.to_thread(devtools_endpoint, browser), timeout)
@@ -378,7 +382,8 @@ async def page_text_once_it_shows(aiohttp, url: str, expected: str, timeout: flo
                         text = answer.get("result", {}).get("value", "")
                     return text
         finally:
-            browser.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(browser.pid, signal.SIGKILL)
             browser.wait(timeout=30)
 
 
