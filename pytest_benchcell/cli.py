@@ -235,6 +235,13 @@ def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSe
         settings.floor = args.floor
     if args.weights is not None:
         settings.weights = parse_weights(args.weights, settings.weights)
+    _select(settings, args, store)
+    settings.validate()
+    return settings, store
+
+
+def _select(settings: ReportSettings, args: argparse.Namespace, store: Store | StoreSet) -> None:
+    """Narrow the settings to --arm and --task, each name checked against the bench or the store."""
     if args.arms:
         known = set(settings.arms or ()) | {cell.arm for cell in store.cells([args.model_kind])}
         _check_known("--arm", args.arms, known, "arm")
@@ -243,8 +250,6 @@ def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSe
         catalogue = settings.tasks if settings.tasks is not None else discover_tasks(store, args.model_kind)
         _check_known("--task", args.tasks, set(catalogue), "task")
         settings.tasks = {task: catalogue[task] for task in dict.fromkeys(args.tasks)}
-    settings.validate()
-    return settings, store
 
 
 def _export_selection(args: argparse.Namespace) -> tuple[list[Store], ReportSettings, tuple[str, ...]]:
@@ -275,14 +280,7 @@ def _export_selection(args: argparse.Namespace) -> tuple[list[Store], ReportSett
             f"the store holds no samples of the {args.model_kind} model"
             + (f"; it holds {others[0]} ones: add --model-kind {others[0]}" if others else " (it is empty)")
         )
-    if args.arms:
-        known = set(settings.arms or ()) | {cell.arm for cell in reader.cells([args.model_kind])}
-        _check_known("--arm", args.arms, known, "arm")
-        settings.arms = list(dict.fromkeys(args.arms))
-    if args.tasks:
-        catalogue = settings.tasks if settings.tasks is not None else discover_tasks(reader, args.model_kind)
-        _check_known("--task", args.tasks, set(catalogue), "task")
-        settings.tasks = {task: catalogue[task] for task in dict.fromkeys(args.tasks)}
+    _select(settings, args, reader)
     return stores, settings, declared
 
 

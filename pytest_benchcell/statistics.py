@@ -403,16 +403,12 @@ def sign_e_value(positives: int, nonzero: int) -> float:
     return math.exp(min(log_e, 700.0))
 
 
-@dataclass(frozen=True)
-class SignEvidence:
-    """The sign e-process of a sequence of paired differences, read at its end."""
+class _PeakedEvidence:
+    """What an e-process that keeps its largest value per direction (max_up, max_down) gives a reader:
+    shared by the sign and the betting e-processes."""
 
-    pairs: int
-    nonzero: int
-    positives: int
-    e_value: float  # at the end of the sequence
-    max_up: float  # the largest e-value reached while most non-zero signs were positive (1 if never)
-    max_down: float  # the same while most were negative
+    max_up: float
+    max_down: float
 
     @property
     def anytime_p(self) -> float:
@@ -421,10 +417,22 @@ class SignEvidence:
 
     @property
     def direction(self) -> int:
-        """+1 if the evidence peaked with positive signs in the majority, -1 if negative, 0 if neither."""
+        """+1 if the evidence peaked pointing up (most signs positive / a mean above 0), -1 down, 0 if neither."""
         if self.max_up == self.max_down:
             return 0
         return 1 if self.max_up > self.max_down else -1
+
+
+@dataclass(frozen=True)
+class SignEvidence(_PeakedEvidence):
+    """The sign e-process of a sequence of paired differences, read at its end."""
+
+    pairs: int
+    nonzero: int
+    positives: int
+    e_value: float  # at the end of the sequence
+    max_up: float  # the largest e-value reached while most non-zero signs were positive (1 if never)
+    max_down: float  # the same while most were negative
 
 
 def sign_e_process(differences: Iterable[float]) -> SignEvidence:
@@ -621,7 +629,7 @@ def clip(value: float, bound: float) -> float:
 
 
 @dataclass(frozen=True)
-class BettingEvidence:
+class BettingEvidence(_PeakedEvidence):
     """A two-sided e-process over paired values in recorded order, read at its end.
 
     For betting_e_process, e = (K_up + K_down) / 2 with K_up = mean over l in BETS of prod_i (1 + l x_i)
@@ -634,18 +642,6 @@ class BettingEvidence:
     e_value: float  # at the end of the sequence
     max_up: float  # the largest e reached while the evidence pointed above 0 (1 if never)
     max_down: float  # the same while it pointed below 0
-
-    @property
-    def anytime_p(self) -> float:
-        """min(1, 1 / the largest e-value ever reached): P(ever <= alpha) <= alpha under the null."""
-        return min(1.0, 1.0 / max(self.max_up, self.max_down))
-
-    @property
-    def direction(self) -> int:
-        """+1 if the evidence peaked for a mean above 0, -1 below, 0 if neither."""
-        if self.max_up == self.max_down:
-            return 0
-        return 1 if self.max_up > self.max_down else -1
 
 
 class _Betting:
