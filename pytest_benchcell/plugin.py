@@ -554,28 +554,30 @@ class _XdistBridge:
         self.state = state
         self.config = config
         self.receiver: Any = None
+        self.worker_plan: dict[str, Any] = {}  # what every worker gets (made with the receiver)
         self.spools: dict[str, tuple[str, str]] = {}  # gateway id -> (its spec, its spool path)
 
     def pytest_configure_node(self, node: Any) -> None:
         from .remote import Receiver, bench_reference, cell_definitions
 
         state = self.state
-        if self.receiver is None:
+        if self.receiver is None:  # the first worker: the receiver and the plan, made once for all of them
             self.receiver = Receiver(
                 store=state.store, bench=state.bench, sitting=state.sitting_id, model_kind=state.model_kind,
                 turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms,
                 expected={(t.arm, t.task, t.trial) for t in state.trials},
             )  # fmt: skip
-        node.workerinput[WORKER_PLAN_KEY] = {
-            "sitting": state.sitting_id,
-            "numbers": state.extra["numbers"],
-            "probe": state.probe,
-            "bench": bench_reference(state.bench.path, self.config.rootpath),
-            "definitions": cell_definitions(
-                state.bench, state.tallies, turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms
-            ),
-            "store": str(state.store.root.resolve()),
-        }
+            self.worker_plan = {
+                "sitting": state.sitting_id,
+                "numbers": state.extra["numbers"],
+                "probe": state.probe,
+                "bench": bench_reference(state.bench.path, self.config.rootpath),
+                "definitions": cell_definitions(
+                    state.bench, state.tallies, turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms
+                ),
+                "store": str(state.store.root.resolve()),
+            }
+        node.workerinput[WORKER_PLAN_KEY] = self.worker_plan
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
