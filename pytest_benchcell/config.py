@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .isolation.limits import DEFAULT_LIMITS, Limits
 from .names import NAME_RULE, PROGRAM_RULE, case_clashes, name_problem, program_problem
 from .sample import Definition
 
@@ -50,6 +51,9 @@ DEFAULT_EXEC_AUDIT = "auto"
 # bubblewrap where it can and says so; "required" refuses a sitting without it (for published numbers).
 SANDBOX_MODES = ("auto", "required", "off")
 DEFAULT_SANDBOX = "auto"
+# What a trial's commands may use inside the sandbox (isolation/limits.py): MiB and files added to the
+# writable folders, processes at once.
+SANDBOX_LIMIT_KEYS = {"sandbox_disk_mb": "disk_mb", "sandbox_files": "files", "sandbox_processes": "processes"}
 ARGUMENT_RULE_KEYS = ("deny_subcommands", "deny_options", "allow_urls", "value_options")
 OPTION_NAME = re.compile(r"^(-[^-\s]|--[A-Za-z0-9][A-Za-z0-9._-]*)$")
 # An allowed URL prefix: scheme://host[:port]/ (no user info; the "/" after the authority means
@@ -163,6 +167,7 @@ class Bench:
     # Pairs of arms whose comparison matters (`--bench-fill decide`); () = every pair of arms.
     comparisons: tuple[tuple[str, str], ...] = ()
     smallest_effect: Mapping[str, float] = field(default_factory=dict)  # metric -> smallest effect of interest
+    sandbox_limits: Limits = DEFAULT_LIMITS  # [bench] sandbox_disk_mb, sandbox_files, sandbox_processes
 
     def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
         """The declared comparisons among `arms` (default: every arm), or every pair of them."""
@@ -402,7 +407,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
         "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
-        "comparisons", "smallest_effect",
+        "comparisons", "smallest_effect", *SANDBOX_LIMIT_KEYS,
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -474,6 +479,10 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         mcp_timeout_ms=bench.integer("mcp_timeout_ms", DEFAULT_MCP_TIMEOUT_MS, minimum=MIN_MCP_TIMEOUT_MS),
         comparisons=comparisons,
         smallest_effect=smallest_effect,
+        sandbox_limits=Limits(**{
+            field_name: bench.integer(key, getattr(DEFAULT_LIMITS, field_name))
+            for key, field_name in SANDBOX_LIMIT_KEYS.items()
+        }),
     )
 
 

@@ -26,6 +26,7 @@ from .config import Arm, Bench, BenchConfigError, fill_placeholders
 from .environment import Environment, TrialInfo
 from .isolation import exec_audit, sandbox
 from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
+from .isolation.limits import LimitWatch
 from .isolation.tool_offer import mcp_wait
 
 GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
@@ -71,6 +72,12 @@ class Confinement:
     endpoints: tuple[sandbox.Endpoint, ...] = ()
     network_held: bool = True  # the network namespace was still there when the run ended
     exec_report: dict[str, Any] | None = None  # what the execution audit saw (the sample's exec_audit)
+    limits: LimitWatch | None = None  # the watch on the trial's disk, files and processes
+
+    @property
+    def sandbox_report(self) -> dict[str, Any] | None:
+        """The sample's `sandbox` record: the limits, which were reached, the peaks (None without it)."""
+        return self.limits.report() if self.limits is not None else None
 
     def findings(self, sample: Mapping[str, Any], harmless: Sequence[str], cli: str) -> list[str]:
         """After the run: what the execution audit found, and whether the sandbox held throughout."""
@@ -95,6 +102,8 @@ class Confinement:
 
     def close(self) -> None:
         """Stop the trial's network namespace (noting first whether it lasted the whole run)."""
+        if self.limits is not None:
+            self.limits.stop()
         if self.network is not None:
             self.network_held = self.network_held and self.network.alive()
             self.network.stop()
@@ -122,7 +131,7 @@ def confine(
     if not tool.available and bench.sandbox == "required" and "Bash" in arm.tools:
         raise ConfinementError(f'{bench.path}: [bench] sandbox = "required", but {tool.reason}: {sandbox.INSTALL_HINT}')
     # The sandbox's launchers run between strace and the command's shell: the audit allows them there.
-    launchers = (tool.nsenter, tool.bwrap) if tool.available else ()
+    launchers = tuple(path for path in (tool.prlimit, tool.nsenter, tool.bwrap) if path) if tool.available else ()
     audit = exec_audit.ExecAudit(folder / "exec-audit", tracer, wrappers=launchers) if tracer.available else None
     confinement = Confinement(arm, folder, env, folder / "claude-launcher", audit, tool)
     plan = None
@@ -133,6 +142,10 @@ def confine(
             confinement.network = sandbox.TrialNetwork(tool, folder / "network", confinement.endpoints).start()
         except (sandbox.SandboxError, OSError) as exc:
             raise ConfinementError(f"the sandbox could not start: {exc}") from exc
+        confinement.limits = LimitWatch(
+            bench.sandbox_limits, plan.writable, confinement.network.child_pid,
+            skip=[path for path in plan.never if any(path.startswith(folder + "/") for folder in plan.writable)],
+        ).start()  # fmt: skip
     if "Bash" in arm.tools:
         prefix = sandbox.write_prefix(
             folder / "shell-prefix",
@@ -141,10 +154,17 @@ def confine(
             confinement.network,
             trace=audit.trace_command() if audit else "",
             shell=audit.shell if audit else "/bin/bash",
+            limits=bench.sandbox_limits,
         )
         env["CLAUDE_CODE_SHELL_PREFIX"] = str(prefix)
     confinement.cli_path = cli_wrapper(folder / "claude-launcher", cli, removed_variables(os.environ, declared=env))
     return confinement
+
+
+def sandbox_limit_note(sample: Mapping[str, Any]) -> str:
+    """One line for the trial's reason and progress line when its commands reached a limit."""
+    reached = (sample.get("sandbox") or {}).get("reached") or []
+    return f"sandbox limit reached: {'; '.join(reached)}" if reached else ""
 
 
 def _endpoints(arm: Arm, values: Mapping[str, str], where: str) -> tuple[sandbox.Endpoint, ...]:
@@ -185,14 +205,21 @@ def _plan(
         *sandbox.home_credentials(),
         *never,
     ]
-    readable = [str(folder / "bin"), str(snapshots), *arm.path, *arm.readable]
+    readable = [str(folder / "bin"), str(snapshots), *arm.readable]
     if arm.skill_path:
         readable.append(os.path.realpath(bench.root / arm.skill_path))
+    # An arm's `path` folders show its binaries and `readable` files only: a maintainer keeps
+    # helpers and secrets beside a CLI. (Folders on the harness's own PATH are the system's.)
+    system_path = {os.path.realpath(folder) for folder in os.environ.get("PATH", "").split(os.pathsep) if folder}
+    path_folders = [folder for folder in arm.path if os.path.realpath(folder) not in system_path]
+    hidden += path_folders
     binaries_path = search_path(arm)
     for name in arm.binaries:
         found = shutil.which(name, path=binaries_path)
         if found:
             readable.append(os.path.realpath(found))
+            if os.path.dirname(found) in path_folders:  # a link there: the name the wrapper runs, too
+                readable.append(found)
     # The Python the harness runs (a venv inside the project is common): scripts of the arm and the
     # CLI's own search tools (its executable lives in the SDK's package) need it.
     for prefix in {sys.prefix, sys.exec_prefix, sys.base_prefix}:

@@ -791,6 +791,8 @@ class TrialItem(pytest.Item):
         self.user_properties.append((COST_PROPERTY, cost))
         spend = f"{cost:,.0f} cost-eq tokens" if sample["usage"]["total"] is not None else "usage unknown"
         progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s"
+        if (sample.get("sandbox") or {}).get("reached"):
+            progress += f", {len(sample['sandbox']['reached'])} sandbox limit(s) reached"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
         worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")

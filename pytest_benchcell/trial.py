@@ -25,7 +25,7 @@ from typing import Any
 from . import __version__, checker, isolation, leftovers, transcript
 from .agent import AgentRequest, AgentResult, bundled_cli, run_agent, sdk_versions
 from .isolation.tool_audit import find_leaks
-from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_state, write_roots
+from .confinement import GUARD_OFF, Confinement, ConfinementError, confine, exec_audit_state, sandbox_limit_note, sandbox_state, write_roots
 from .isolation.tool_offer import arm_not_offered, mcp_wait
 from .config import Arm, Bench, BenchConfigError, Task, fill_placeholders
 from .environment import Environment, TrialInfo
@@ -447,7 +447,11 @@ def _run_and_score(
     _fill_measurements(sample, result)
     findings = confined.findings(sample, isolation.HARMLESS_UTILITIES, bundled_cli())
     sample["exec_audit"] = confined.exec_report
+    if confined.sandbox_report is not None:
+        sample["sandbox"] = confined.sandbox_report
     _score(spec, hooks, info, environment, sample, result, rules, ground_truth, findings)
+    if sample.get("sandbox", {}).get("reached"):  # the agent's doing: scored as usual, and said
+        sample["reason"] = "; ".join(part for part in (sample["reason"], sandbox_limit_note(sample)) if part)
 
 
 def _in_band_guard(arm: Arm, values: Mapping[str, str], roots: Sequence[str]) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:

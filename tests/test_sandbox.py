@@ -9,12 +9,14 @@ not what the agent typed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import textwrap
 import threading
@@ -24,10 +26,12 @@ from pathlib import Path
 import pytest
 
 from pytest_benchcell.isolation import sandbox
+from pytest_benchcell.isolation.limits import CommandProcess, frozen_commands, usage
 from pytest_benchcell.isolation.sandbox import Endpoint, SandboxPlan, bwrap_arguments, parse_endpoint
 
 TOOL = sandbox.find_sandbox()
 needs_sandbox = pytest.mark.skipif(not TOOL.available, reason=f"the sandbox cannot run here: {TOOL.reason}")
+TESTS = Path(__file__).resolve().parent
 CORPUS = tomllib.loads((Path(__file__).parent / "data" / "sandbox_corpus.toml").read_text())
 
 
@@ -96,6 +100,104 @@ def test_mounts_hide_first_then_show_then_write_then_hide_again(tmp_path: Path) 
     assert show_bin < hide_toml
     assert str(tmp_path / "missing") not in args  # nothing to show: bwrap would fail on it
     assert "--unshare-pid" in args and "--new-session" in args and "--die-with-parent" in args
+
+
+MOUNTINFO = """\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+40 27 254:0 /srv/benches /mnt/volume rw,relatime - ext4 /dev/vda rw
+41 27 254:0 /srv/benches/b1/results /data/store rw,relatime - ext4 /dev/vda rw
+42 27 254:1 /srv/benches /mnt/other\\040disk rw,relatime - ext4 /dev/vdb rw
+43 27 254:0 /home /home rw,relatime - ext4 /dev/vda rw
+"""
+
+
+def test_mountinfo_is_read_with_its_escapes() -> None:
+    mounts = sandbox.read_mounts(MOUNTINFO)
+    assert sandbox.Mount("254:1", "/srv/benches", "/mnt/other disk") in mounts
+    assert mounts[1] == sandbox.Mount("254:0", "/", "/")
+
+
+def test_every_other_mount_of_a_hidden_folder_is_found() -> None:
+    mounts = sandbox.read_mounts(MOUNTINFO)
+    # The bench folder is also seen through the volume (same device, its folder holds the bench),
+    # and its store through a mount of that part of it; another disk's folder of the same name is not it.
+    assert sandbox.aliases("/srv/benches/b1", mounts) == [("/mnt/volume/b1", True), ("/data/store", False)]
+    assert sandbox.aliases("/srv/benches/b1/bench.toml", mounts) == [("/mnt/volume/b1/bench.toml", True)]
+    assert sandbox.aliases("/home/u/.ssh", mounts) == []  # on its own mount, shown nowhere else
+    assert sandbox.aliases("/mnt/volume/b1", mounts) == [("/srv/benches/b1", True), ("/data/store", False)]
+
+
+def test_a_second_mount_of_a_hidden_folder_is_hidden_too(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a bind mount needs root")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bench.toml").write_text("x")
+    alias = Path(tempfile.mkdtemp(prefix=".benchcell-alias-", dir=TESTS))
+    try:
+        subprocess.run(["mount", "--bind", str(tmp_path), str(alias)], check=True)
+        plan = SandboxPlan(writable=(), readable=(), hidden=(str(tmp_path / "bench"),), home="")
+        args = bwrap_arguments(plan)
+    finally:
+        subprocess.run(["umount", "-l", str(alias)], check=False)
+        alias.rmdir()
+    assert ["--tmpfs", str(alias / "bench")] == args[args.index(str(alias / "bench")) - 1 : args.index(str(alias / "bench")) + 1]
+
+
+def test_capabilities_are_dropped_and_root_runs_as_an_unprivileged_uid() -> None:
+    plan = SandboxPlan(writable=(), readable=(), hidden=(), home="")
+    args = bwrap_arguments(plan, user_namespace=True)
+    assert args[args.index("--cap-drop") + 1] == "ALL"
+    assert "--unshare-user" in args and "--disable-userns" in args
+    if os.geteuid() == 0:
+        assert args[args.index("--uid") + 1] == str(sandbox.SANDBOX_UID)
+        # root's own files under /etc are hidden: a command is still their owner on disk
+        assert all(path in args for path in sandbox.root_only_files())
+    assert all(["--tmpfs", folder] == args[args.index(folder) - 1 : args.index(folder) + 1] for folder in sandbox.world_writable_folders())
+    assert "--cap-drop" in bwrap_arguments(plan) and "--unshare-user" not in bwrap_arguments(plan)
+
+
+def test_the_seccomp_filter_is_built_with_libseccomp() -> None:
+    from pytest_benchcell.isolation.seccomp import compiled_filter
+
+    built = compiled_filter()
+    assert built.available, built.reason
+    assert len(built.program) % 8 == 0 and len(built.program) > 8 * 10  # BPF instructions, 8 bytes each
+
+
+def test_the_sandbox_says_what_it_drops() -> None:
+    tool = sandbox.SandboxTool(True, version="0.8.0", as_root=True, user_namespace=True)
+    assert tool.describe() == (
+        "on (bubblewrap 0.8.0: files, pid and network namespaces; every capability dropped (started as root: "
+        f"uid {sandbox.SANDBOX_UID} in a user namespace); seccomp filter)"
+    )
+    weaker = sandbox.SandboxTool(True, version="0.8.0", as_root=True, user_namespace=False, seccomp="pyseccomp is not installed")
+    assert "without a user namespace" in weaker.describe()
+    assert weaker.describe().endswith("; no seccomp filter: pyseccomp is not installed)")
+    assert "started as root" not in sandbox.SandboxTool(True, version="0.8.0").describe()
+
+
+def test_usage_counts_bytes_and_files_without_following_links(tmp_path: Path) -> None:
+    (tmp_path / "w" / "d").mkdir(parents=True)
+    (tmp_path / "w" / "d" / "a").write_bytes(b"x" * 10000)
+    (tmp_path / "w" / "link").symlink_to("/usr")
+    (tmp_path / "w" / "service").mkdir()
+    (tmp_path / "w" / "service" / "db").write_bytes(b"y" * 10000)
+    size, entries = usage([str(tmp_path / "w")], skip=[str(tmp_path / "w" / "service")])
+    assert entries == 4  # d, d/a, link, service (its content is the service's)
+    assert 8192 <= size < 100_000
+
+
+def test_a_command_whose_processes_are_all_stopped_is_frozen() -> None:
+    def proc(pid: int, command: str, first: bool, state: str) -> CommandProcess:
+        return CommandProcess(pid, command, first, state)
+
+    processes = [
+        proc(1, "a", True, "S"), proc(2, "a", False, "T"),  # stopped itself: its reaper waits for ever
+        proc(3, "b", True, "t"), proc(4, "b", False, "Z"),  # stopped its reaper, then ended
+        proc(5, "c", True, "S"), proc(6, "c", False, "T"), proc(7, "c", False, "R"),  # one still runs
+    ]  # fmt: skip
+    assert frozen_commands(processes) == {"a", "b"}
 
 
 def test_the_prefix_drops_credentials_even_without_the_sandbox(tmp_path: Path) -> None:
@@ -214,7 +316,8 @@ base_prompt = "Work in the folder."
 [arms.shell]
 tools = ["Bash"]
 binaries = ["curl", "python3", "tar", "ln", "mkdir", "cp", "find", "sed", "awk", "sh", "xargs", "dirname", "basename",
-            "rm", "sqlite3", "make", "npm"]
+            "rm", "sqlite3", "make", "npm", "tool"]
+path = ["bin"]
 guard_exempt = ["*"]
 bootstrap = "A shell."
 network = ["127.0.0.1:{{port}}"]
@@ -238,7 +341,7 @@ exec python3 -c 'import sys; print("tool ok from", sys.argv[1])' "$here"
 
 CORPUS_CONFTEST = '''
 # CONFTEST-MARKER-91c2: the bench's hooks
-import socket, threading
+import shutil, socket, tempfile, threading
 from pathlib import Path
 from pytest_benchcell import Environment
 from pytest_benchcell.scripted import Answer, ToolUse
@@ -246,6 +349,7 @@ from pytest_benchcell.scripted import Answer, ToolUse
 CASES = {cases!r}
 OUTSIDE = {outside!r}
 HITS = {hits!r}
+NONCE = {nonce!r}
 SERVICE_REPLY = b"HTTP/1.0 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nservice"
 
 
@@ -283,6 +387,28 @@ def _pair(reply, record):
     raise OSError("no port free on both 127.0.0.1 and 127.0.0.2")
 
 
+def _unix_listener(folder):
+    """A unix socket any user may connect to, recording every connection."""
+    folder.mkdir(mode=0o777, exist_ok=True)
+    folder.chmod(0o777)
+    path = folder / "s"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    path.chmod(0o777)
+    sock.listen()
+    def serve():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            with open(HITS, "a") as log:
+                log.write(f"unix:{{path}}\\n")
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, path
+
+
 def pytest_benchcell_provision(trial):
     service, other_service = _pair(SERVICE_REPLY, False)
     port = service.getsockname()[1]
@@ -291,9 +417,12 @@ def pytest_benchcell_provision(trial):
     data = trial.workdir / "service"
     data.mkdir()
     (data / "data.txt").write_text("SERVICE-DATA-MARKER-55d1")
+    unix, unix_path = _unix_listener(Path(tempfile.mkdtemp(prefix="benchcell-unix-", dir="/var/tmp")))
+    visible, visible_path = _unix_listener(Path(OUTSIDE).parent / f"unix-{{trial.workdir.name}}")
     return Environment(
-        values={{"port": str(port), "decoy": str(decoy.getsockname()[1])}},
-        data=[service, decoy, *others],
+        values={{"port": str(port), "decoy": str(decoy.getsockname()[1]), "unix": str(unix_path),
+                "unix_visible": str(visible_path)}},
+        data=[service, decoy, *others, unix, visible],
         hidden=(data,),
     )
 
@@ -301,29 +430,42 @@ def pytest_benchcell_provision(trial):
 def pytest_benchcell_teardown(trial, environment):
     for sock in environment.data:
         sock.close()
+    for key in ("unix", "unix_visible"):
+        shutil.rmtree(Path(environment.values[key]).parent, ignore_errors=True)
 
 
 def pytest_benchcell_script(trial, environment):
     root = Path(__file__).parent
     values = dict(environment.values, root=str(root), store=str(root / "results"), outside=OUTSIDE,
-                  workdir=str(trial.workdir), service=str(trial.workdir / "service"))
+                  workdir=str(trial.workdir), service=str(trial.workdir / "service"), nonce=NONCE)
     return [ToolUse("Bash", {{"command": CASES[trial.task].format(**values)}}), Answer("done")]
 '''
 
-MARKERS = ("ANSWER-KEY-MARKER-7f3a", "CONFTEST-MARKER-91c2", "SERVICE-DATA-MARKER-55d1", "STORE-MARKER-0b7e")
+MARKERS = ("ANSWER-KEY-MARKER-7f3a", "CONFTEST-MARKER-91c2", "SERVICE-DATA-MARKER-55d1", "STORE-MARKER-0b7e",
+           "PATH-SECRET-MARKER-4d2a", "KEYRING-MARKER-3c9e")
+# What a case's own output must not show (the host's, not the bench's).
+HOST_SECRETS = {"host-etc-shadow": ("root:",), "host-var-tmp-listing": ("benchcell-unix-",)}
 CREDENTIALS = ("scripted-model-key", "s c r i p t e d", "MESSAGING_TOKEN=")
 
 
-def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str], *, sandbox_mode: str = "auto", exec_audit: str = "off") -> tuple[Path, Path]:
-    outside_dir = Path(tempfile.mkdtemp(prefix="benchcell-outside-", dir="/var/tmp"))
+def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str], *, sandbox_mode: str = "auto", exec_audit: str = "off", extra: str = "") -> tuple[Path, Path]:
+    # A folder the sandbox shows read-only (not a private tmpfs like /tmp and /var/tmp), writable by
+    # any user outside, so that only the sandbox stops a write there.
+    outside_dir = Path(tempfile.mkdtemp(prefix=".benchcell-outside-", dir=TESTS))
+    outside_dir.chmod(0o777)
+    pytester._request.addfinalizer(lambda: shutil.rmtree(outside_dir, ignore_errors=True))
     outside = outside_dir / "pwned.txt"
     hits = pytester.path / "decoy-hits.log"
     tasks = "".join(f'\n[tasks.{name}]\ntier = "read"\nintent = "Do it."\nrequired_facts = ["done"]\n' for name in cases)
-    pytester.makefile(".toml", bench=CORPUS_BENCH.format(sandbox=sandbox_mode, exec_audit=exec_audit) + tasks)
-    pytester.makeconftest(CORPUS_CONFTEST.format(cases=cases, outside=str(outside), hits=str(hits)))
+    bench = CORPUS_BENCH.format(sandbox=sandbox_mode, exec_audit=exec_audit)
+    pytester.makefile(".toml", bench=bench.replace("[arms.shell]", extra + "\n[arms.shell]", 1) + tasks)
+    nonce = os.urandom(4).hex()
+    pytester.makeconftest(CORPUS_CONFTEST.format(cases=cases, outside=str(outside), hits=str(hits), nonce=nonce))
     (pytester.path / "bin").mkdir()
     (pytester.path / "bin" / "tool").write_text(WRAPPER_TOOL)
     (pytester.path / "bin" / "tool").chmod(0o755)
+    # Beside the arm's binary in its `path` folder: not the arm's to read.
+    (pytester.path / "bin" / "secrets.env").write_text("TOKEN=PATH-SECRET-MARKER-4d2a\n")
     # An earlier sample in the store: what the agent must not read back.
     folder = pytester.path / "results" / "scripted" / "shell"
     folder.mkdir(parents=True)
@@ -345,14 +487,78 @@ def _corpus_cases() -> dict[str, str]:
     return {f"{group}-{name}": command for group, cases in CORPUS.items() for name, command in cases.items()}
 
 
+UNPRIVILEGED = "nobody"
+REPO = TESTS.parent
+
+
+@functools.lru_cache(maxsize=1)
+def _unprivileged() -> tuple[list[str], str]:
+    """(the argv prefix that runs this suite's Python as an unprivileged user, '') or ([], why not).
+    The Python must be one that user may run (this one may live in root's home): the same version
+    elsewhere on the machine, with this environment's packages and this checkout on its path."""
+    runuser = shutil.which("runuser")
+    if os.geteuid() != 0 or not runuser:
+        return [], "starting a sitting as another user needs root and runuser"
+    search = os.pathsep.join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], str(REPO)]))
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = [os.path.realpath(sys.executable), f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    for python in dict.fromkeys(candidates):
+        argv = [runuser, "-u", UNPRIVILEGED, "--", "env", f"PYTHONPATH={search}", "PYTHONDONTWRITEBYTECODE=1", python]
+        check = "import pytest_benchcell.plugin, claude_agent_sdk, pyseccomp; from pytest_benchcell.isolation import sandbox; print(sandbox.find_sandbox().describe())"
+        try:
+            done = subprocess.run([*argv, "-c", check], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0 and done.stdout.startswith("on ("):
+            return argv, ""
+        if done.returncode == 0:
+            return [], f"the sandbox cannot run as {UNPRIVILEGED}: {done.stdout.strip()}"
+    return [], f"no Python {version} that {UNPRIVILEGED} may run with this environment's packages ({', '.join(candidates)})"
+
+
+def _run_sitting(pytester: pytest.Pytester, user: str, *args: str) -> pytest.RunResult:
+    """A sitting in pytester's folder, as the current user (root here) or as UNPRIVILEGED."""
+    if user == "root":
+        return pytester.runpytest(*args)
+    argv, why = _unprivileged()
+    if not argv:
+        pytest.skip(why)
+    home = pytester.path / "home"
+    home.mkdir(exist_ok=True)
+    for folder in [pytester.path, *pytester.path.parents]:  # pytest's own temporary folders are root's alone
+        folder.chmod(folder.stat().st_mode | 0o001)
+    subprocess.run(["chown", "-R", UNPRIVILEGED, str(pytester.path)], check=True)
+    env_argv = argv[:4] + ["env", f"HOME={home}", "PYTEST_ADDOPTS=-p no:cacheprovider"] + argv[5:]
+    return pytester.run(*env_argv, "-m", "pytest", *args, timeout=900)
+
+
+def _second_mount(pytester: pytest.Pytester) -> None:
+    """The bench folder mounted a second time, where the sandbox shows the host (root only)."""
+    alias = Path(tempfile.mkdtemp(prefix=".benchcell-alias-", dir=TESTS))
+    if subprocess.run(["mount", "--bind", str(pytester.path), str(alias)], capture_output=True).returncode != 0:
+        alias.rmdir()
+        return
+
+    def unmount() -> None:
+        subprocess.run(["umount", "-l", str(alias)], capture_output=True)
+        alias.rmdir()
+
+    pytester._request.addfinalizer(unmount)
+
+
 @pytest.mark.e2e
 @needs_sandbox
-def test_every_escape_of_the_corpus_is_made_harmless(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("user", ["root", UNPRIVILEGED])
+def test_every_escape_of_the_corpus_is_made_harmless(pytester: pytest.Pytester, user: str) -> None:
+    if user == "root" and os.geteuid() != 0:
+        pytest.skip("the tests do not run as root")
+    if user != "root" and not _unprivileged()[0]:
+        pytest.skip(_unprivileged()[1])
     cases = _corpus_cases()
     outside, hits = _corpus_bench(pytester, cases)
+    _second_mount(pytester)
     bench_before = (pytester.path / "bench.toml").read_text()
-    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
-    result.stdout.fnmatch_lines(["benchcell: sandbox on (bubblewrap *"])
+    result = _run_sitting(pytester, user, "--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
     samples = _samples(pytester)
     assert set(samples) == set(cases), result.stdout.str()[-3000:]
     problems = []
@@ -366,10 +572,13 @@ def test_every_escape_of_the_corpus_is_made_harmless(pytester: pytest.Pytester) 
         ran = [call for call in sample["tool_calls"] if call["tool"] == "Bash"]
         if not ran or ran[0]["allowed"] is not True:
             problems.append(f"{name}: the command did not run ({ran})")
+        else:
+            problems += [f"{name}: {secret!r} in {ran[0]['output'][:300]!r}" for secret in HOST_SECRETS.get(name, ()) if secret in ran[0]["output"]]
     assert not outside.exists(), f"a write reached {outside}: {outside.read_text()}"
     assert not hits.exists(), f"decoys were reached: {hits.read_text()}"
     assert (pytester.path / "bench.toml").read_text() == bench_before
     assert not problems, "\n".join(problems)
+    result.stdout.fnmatch_lines(["benchcell: sandbox on (bubblewrap *; every capability dropped*; seccomp filter)"])
 
 
 LEGITIMATE = {
@@ -384,15 +593,26 @@ LEGITIMATE = {
     "npm": ("npm init -y >/dev/null && npm pkg get name", "cwd"),
     "shim-python": ("python3 -c 'print(6 * 7)'", "42"),
     "wrapper-cli": ("tool", "tool ok from"),
+    "grep-pipeline": ("printf 'a\\nb\\n' | grep b", "b"),
+    "owner-is-me": ("python3 -c 'import getpass, os, pwd; open(\"mine\", \"w\"); print(pwd.getpwuid(os.stat(\"mine\").st_uid).pw_name == getpass.getuser() and \"owner-ok\")'", "owner-ok"),
+    "tar-foreign-owner": (
+        "python3 -c 'import io, tarfile; t = tarfile.open(\"o.tar\", \"w\"); i = tarfile.TarInfo(\"x.txt\"); i.uid = 4242; "
+        "i.size = 2; t.addfile(i, io.BytesIO(b\"hi\")); t.close()' && tar xf o.tar && cat x.txt",
+        "hi",
+    ),
+    "socketpair": ("python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"pair\"); print(b.recv(4))'", "b'pair'"),
+    "python-subprocess": ("python3 -c 'import subprocess; print(subprocess.run([\"git\", \"--version\"], capture_output=True, text=True).stdout)'", "git version"),
+    "shared-memory": ("python3 -c 'from multiprocessing import shared_memory as s; m = s.SharedMemory(create=True, size=8); print(\"shm\", m.size); m.close(); m.unlink()'", "shm"),
+    "tmp-and-var-tmp": ("python3 -c 'open(\"/tmp/a\", \"w\").write(\"x\"); open(\"/var/tmp/b\", \"w\").write(\"y\"); print(open(\"/tmp/a\").read() + open(\"/var/tmp/b\").read())'", "xy"),
 }
 
 
 @pytest.mark.e2e
 @needs_sandbox
-@pytest.mark.parametrize("exec_audit", ["off", "auto"])
-def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exec_audit: str) -> None:
+@pytest.mark.parametrize(("exec_audit", "user"), [("off", "root"), ("auto", "root"), ("auto", UNPRIVILEGED)])
+def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exec_audit: str, user: str) -> None:
     _corpus_bench(pytester, {name: command for name, (command, _) in LEGITIMATE.items()}, exec_audit=exec_audit)
-    result = pytester.runpytest("--bench-arm", "work", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    result = _run_sitting(pytester, user, "--bench-arm", "work", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
     samples = _samples(pytester, "work")
     assert set(samples) == set(LEGITIMATE), result.stdout.str()[-3000:]
     problems = []
@@ -406,6 +626,77 @@ def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exe
     assert not problems, "\n".join(problems)
     if exec_audit == "auto" and sample["provenance"]["exec_audit"].startswith("on"):
         assert samples["git-commit"]["exec_audit"]["programs"] >= 3  # the audit really watched
+
+
+LIMITED = """
+sandbox_disk_mb = 8
+sandbox_files = 300
+sandbox_processes = 40
+"""
+OVER_LIMITS = {
+    "one-big-file": ("head -c 20M /dev/zero > big; echo size=$(wc -c < big)", "disk_mb"),
+    "many-files": ("mkdir d && cd d && for i in $(seq 1 1000); do : > f$i; done; echo made", "files"),
+    "many-processes": ("for i in $(seq 1 100); do sleep 3 & done 2>/dev/null; wait; echo waited", "processes"),
+    "within-limits": ("head -c 1M /dev/zero > small && : > a && echo fine", None),
+}
+
+
+@pytest.mark.e2e
+@needs_sandbox
+@pytest.mark.parametrize("user", ["root", UNPRIVILEGED])
+def test_the_limits_hold_and_reaching_one_is_recorded(pytester: pytest.Pytester, user: str) -> None:
+    _corpus_bench(pytester, {name: command for name, (command, _) in OVER_LIMITS.items()}, extra=LIMITED)
+    result = _run_sitting(pytester, user, "--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly", "-v")
+    samples = _samples(pytester)
+    assert set(samples) == set(OVER_LIMITS), result.stdout.str()[-3000:]
+    for name, (_, limit) in OVER_LIMITS.items():
+        record = samples[name]["sandbox"]
+        assert record["limits"] == {"disk_mb": 8, "files": 300, "processes": 40}
+        assert samples[name]["status"] == "scored", samples[name]["reason"]  # the agent's doing: scored as usual
+        if limit is None:
+            assert record["reached"] == [] and samples[name]["reason"] == "", record
+            continue
+        assert [line.split(":")[0] for line in record["reached"]] == [limit], record
+        assert f"sandbox limit reached: {limit}: " in samples[name]["reason"]
+    assert int(samples["one-big-file"]["tool_calls"][0]["output"].split("size=")[1].split()[0]) <= 8 * 1024 * 1024
+    assert samples["many-processes"]["sandbox"]["peak"]["processes"] >= 40
+    result.stdout.fnmatch_lines(["*one-big-file*: pass, * 1 sandbox limit(s) reached"])
+
+
+@pytest.mark.e2e
+@needs_sandbox
+@pytest.mark.parametrize("user", ["root", UNPRIVILEGED])
+def test_a_command_that_stops_its_parent_or_itself_does_not_hang_the_trial(pytester: pytest.Pytester, user: str) -> None:
+    """Under the execution audit the kernel does not protect the sandbox's first process from its
+    children's signals: the seccomp filter refuses them, and a command that stopped itself is ended."""
+    cases = {"stop-parent": "kill -STOP $PPID; echo still-here", "stop-itself": "kill -STOP $$; echo never"}
+    _corpus_bench(pytester, cases, exec_audit="auto")
+    result = _run_sitting(pytester, user, "--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    samples = _samples(pytester)
+    assert set(samples) == set(cases), result.stdout.str()[-3000:]
+    for name, sample in samples.items():
+        assert (sample["status"], sample["outcome"]) != ("scored", "hung"), name
+        assert sample["duration_ms"] < 60000
+    assert "still-here" in samples["stop-parent"]["tool_calls"][0]["output"]
+    assert samples["stop-itself"]["sandbox"]["stopped_commands_ended"] == 1
+
+
+def test_sandbox_limits_are_checked_at_load(pytester: pytest.Pytester) -> None:
+    _corpus_bench(pytester, {"env": "env"}, extra="sandbox_disk_mb = 0")
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*bench.toml: [[]bench[]] sandbox_disk_mb has value 0; allowed: a whole number >= 1"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the tests do not run as root")
+@needs_sandbox
+def test_a_sitting_as_root_says_capabilities_are_dropped(pytester: pytest.Pytester) -> None:
+    _corpus_bench(pytester, {"env": "env"})
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "--collect-only")
+    result.stdout.fnmatch_lines([
+        f"benchcell: sandbox on (bubblewrap *: files, pid and network namespaces; every capability dropped "
+        f"(started as root: uid {sandbox.SANDBOX_UID} in a user namespace); seccomp filter)"
+    ])  # fmt: skip
 
 
 @pytest.mark.e2e

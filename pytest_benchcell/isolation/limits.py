@@ -1,0 +1,243 @@
+"""What a trial's commands may use: bytes and files added to the writable folders, processes at once.
+
+Without limits a command wrote 1 GiB, another 20,000 files, into the trial's folder, on the disk the
+store lives on. The writable folders are the host's own (the harness reads them after the run), so
+no tmpfs can size them; the limits are kept in two ways:
+- **by the kernel**, in every command: no file larger than the disk budget (RLIMIT_FSIZE: the write
+  fails with "File size limit exceeded"), and, where the harness is not root, no more processes
+  than the budget (RLIMIT_NPROC, set after the user namespaces are entered, so it counts the
+  trial's own processes only; the kernel does not apply it to root, whatever the namespace);
+- **by a watch from outside** (`LimitWatch`, a thread of the harness for the whole trial): every
+  0.2 s it counts the processes of the trial's commands (those in the trial's network namespace and
+  in a pid namespace of a sandbox), and every second or so the bytes and files added to the writable
+  folders since the trial began (the environment's hidden folders, which only its services write,
+  are not counted). Over a limit, every running command of the trial is killed (SIGKILL to the first
+  process of each command's pid namespace ends all of it), and again whenever the figure grows
+  past it once more; a command that went over between two looks is still seen by the last look
+  when the trial ends.
+
+The same watch ends a command that can no longer go on by itself: every process of it stopped or
+exited at two looks in a row (`kill -STOP $$`, or a stopped reaper; the seccomp filter already
+refuses signals to the reaper, isolation/seccomp.py). Under the execution audit the kernel does not
+protect a pid namespace's first process from its children's signals, and the CLI would otherwise
+wait for the command until the trial's backstop.
+
+Reaching a limit is the agent's doing, not the harness's: the trial is scored as usual, and the
+sample's `sandbox` record says which limit was reached and the peaks (`sandbox.reached`, `peak`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Limits", "LimitWatch", "usage", "command_processes", "frozen_commands", "DEFAULT_LIMITS"]
+
+PROCESS_LOOK_S = 0.2
+USAGE_LOOK_S = 1.0
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    disk_mb: int  # MiB added to the writable folders (and the largest file)
+    files: int  # files, folders and links added to them
+    processes: int  # processes of the trial's commands at once
+
+    def as_dict(self) -> dict[str, int]:
+        return {"disk_mb": self.disk_mb, "files": self.files, "processes": self.processes}
+
+
+DEFAULT_LIMITS = Limits(disk_mb=1024, files=20_000, processes=256)
+
+
+def usage(folders: Iterable[str], skip: Iterable[str] = ()) -> tuple[int, int]:
+    """(bytes on disk, entries) under these folders: never following a link, never entering
+    another file system nor a folder in `skip`."""
+    skipped = {os.path.realpath(path) for path in skip}
+    total_bytes = entries = 0
+    seen: set[str] = set()
+    for top in folders:
+        top = os.path.realpath(top)
+        if top in seen or top in skipped:
+            continue
+        seen.add(top)
+        try:
+            device = os.lstat(top).st_dev
+        except OSError:
+            continue
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    for entry in listing:
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        entries += 1
+                        total_bytes += info.st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False) and info.st_dev == device and entry.path not in skipped:
+                            stack.append(entry.path)
+            except OSError:
+                continue
+    return total_bytes, entries
+
+
+def _namespace(pid: int | str, kind: str) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class CommandProcess:
+    pid: int
+    command: str  # the pid namespace: one per Bash command
+    first: bool  # the first process of that namespace (bubblewrap's reaper)
+    state: str  # /proc/PID/stat's state letter: T and t stopped, Z exited
+
+
+def command_processes(network: str, own_pid_namespace: str) -> list[CommandProcess]:
+    """Every process of the trial's commands: those in the trial's network namespace and in another
+    pid namespace than the harness's (the trial's relays share the network namespace, not a
+    sandbox's pid namespace)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or _namespace(name, "net") != network:
+            continue
+        command = _namespace(name, "pid")
+        if command in ("", own_pid_namespace):
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stat_file:
+                state = stat_file.read().rpartition(")")[2].split()[0]
+            with open(f"/proc/{name}/status") as status:
+                first = next((line.split()[-1] == "1" for line in status if line.startswith("NSpid:")), False)
+        except (OSError, IndexError):
+            continue
+        found.append(CommandProcess(int(name), command, first, state))
+    return found
+
+
+def frozen_commands(processes: Sequence[CommandProcess]) -> set[str]:
+    """Commands that cannot go on by themselves: every process but the reaper stopped or exited (a
+    command that stopped itself, or its reaper, which then never reaps)."""
+    by_command: dict[str, list[CommandProcess]] = {}
+    for process in processes:
+        by_command.setdefault(process.command, []).append(process)
+    return {
+        command for command, members in by_command.items()
+        if all(member.state in "TtZ" for member in members if not member.first)
+    }  # fmt: skip
+
+
+@dataclass
+class LimitWatch:
+    """Watches one trial's commands from outside (see the module doc)."""
+
+    limits: Limits
+    writable: Sequence[str]
+    network_pid: int  # a process in the trial's network namespace (its holder)
+    skip: Sequence[str] = ()  # folders inside `writable` the commands cannot write (the services' own)
+    reached: list[str] = field(default_factory=list)
+    peak: dict[str, float] = field(default_factory=lambda: {"disk_mb": 0.0, "files": 0, "processes": 0})
+    killed: int = 0  # times the running commands were killed
+    frozen_killed: int = 0  # commands ended because nothing in them could run any more
+
+    def __post_init__(self) -> None:
+        self._network = _namespace(self.network_pid, "net")
+        self._own_pid_namespace = _namespace("self", "pid")
+        self._baseline = usage(self.writable, self.skip)
+        self._over: dict[str, float] = {}  # the figure at the last kill, per limit
+        self._frozen: set[str] = set()  # commands frozen at the last look
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="benchcell-limits", daemon=True)
+
+    def start(self) -> LimitWatch:
+        if self._network:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop watching, after one last look at the writable folders."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self._look_at_usage(kill=False)
+
+    def report(self) -> dict[str, Any]:
+        """The sample's `sandbox` record."""
+        return {
+            "limits": self.limits.as_dict(),
+            "reached": list(self.reached),
+            "peak": {"disk_mb": round(self.peak["disk_mb"], 1), "files": int(self.peak["files"]), "processes": int(self.peak["processes"])},
+            "commands_killed": self.killed,
+            "stopped_commands_ended": self.frozen_killed,
+        }
+
+    def _run(self) -> None:
+        next_usage = 0.0
+        while not self._stop.wait(PROCESS_LOOK_S):
+            self._look_at_processes()
+            if time.monotonic() >= next_usage:
+                started = time.monotonic()
+                self._look_at_usage(kill=True)
+                # A large tree is walked less often: at most a tenth of the time goes to walking it.
+                next_usage = time.monotonic() + max(USAGE_LOOK_S, 10 * (time.monotonic() - started))
+
+    def _look_at_processes(self) -> None:
+        processes = command_processes(self._network, self._own_pid_namespace)
+        self._judge("processes", len(processes), self.limits.processes, "processes at once", kill=True)
+        # A command frozen at two looks in a row is ended: nothing inside it can resume it, and the
+        # CLI would wait for it until the trial's backstop.
+        frozen = frozen_commands(processes)
+        for command in frozen & self._frozen:
+            self.frozen_killed += 1
+            _kill([process.pid for process in processes if process.command == command and process.first])
+        self._frozen = frozen - self._frozen
+
+    def _look_at_usage(self, *, kill: bool) -> None:
+        now_bytes, now_entries = usage(self.writable, self.skip)
+        added_mb = max(0, now_bytes - self._baseline[0]) / MiB
+        added_files = max(0, now_entries - self._baseline[1])
+        self._judge("disk_mb", added_mb, self.limits.disk_mb, "MiB written into the writable folders", kill=kill)
+        self._judge("files", added_files, self.limits.files, "files and folders created", kill=kill)
+
+    def _judge(self, name: str, value: float, limit: int, what: str, *, kill: bool) -> None:
+        with self._lock:
+            self.peak[name] = max(self.peak[name], value)
+            if value < limit:
+                return
+            if not any(line.startswith(f"{name}:") for line in self.reached):
+                self.reached.append(f"{name}: {what} reached the limit of {limit} ({_show(value)})")
+            if kill and value > self._over.get(name, -1.0):
+                self._over[name] = value
+                self._kill()
+
+    def _kill(self) -> None:
+        processes = command_processes(self._network, self._own_pid_namespace)
+        if processes:
+            self.killed += 1
+            # The first process of a pid namespace first: its end takes the whole command with it.
+            _kill([process.pid for process in processes if process.first] + [process.pid for process in processes])
+
+
+def _kill(pids: Iterable[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _show(value: float) -> str:
+    return f"{value:.1f}" if isinstance(value, float) and not value.is_integer() else f"{int(value)}"
