@@ -8,8 +8,8 @@ no tmpfs can size them; the limits are kept in two ways:
   than the budget (RLIMIT_NPROC, set after the user namespaces are entered, so it counts the
   trial's own processes only; the kernel does not apply it to root, whatever the namespace);
 - **by a watch from outside** (`LimitWatch`, a thread of the harness for the whole trial): every
-  0.2 s it counts the processes of the trial's commands (those in the trial's network namespace and
-  in a pid namespace of a sandbox), and every second or so the bytes and files added to the writable
+  0.2 s it counts the processes in the trial's network namespace (its commands, each one's
+  bubblewrap, and the trial's relays: what RLIMIT_NPROC counts), and every second or so the bytes and files added to the writable
   folders since the trial began (the environment's hidden folders, which only its services write,
   are not counted). Over a limit, every running command of the trial is killed (SIGKILL to the first
   process of each command's pid namespace ends all of it), and again whenever the figure grows
@@ -105,14 +105,17 @@ class CommandProcess:
     state: str  # /proc/PID/stat's state letter: T and t stopped, Z exited
 
 
-def command_processes(network: str, own_pid_namespace: str) -> list[CommandProcess]:
-    """Every process of the trial's commands: those in the trial's network namespace and in another
-    pid namespace than the harness's (the trial's relays share the network namespace, not a
-    sandbox's pid namespace)."""
+def command_processes(network: str, own_pid_namespace: str) -> tuple[int, list[CommandProcess]]:
+    """(how many processes the trial's network namespace holds, the processes of the trial's
+    commands among them: those in another pid namespace than the harness's). The count is the one
+    the kernel's RLIMIT_NPROC keeps as another user than root: the commands, each one's bubblewrap
+    and the trial's relays."""
     found = []
+    total = 0
     for name in os.listdir("/proc"):
         if not name.isdigit() or _namespace(name, "net") != network:
             continue
+        total += 1
         command = _namespace(name, "pid")
         if command in ("", own_pid_namespace):
             continue
@@ -124,7 +127,7 @@ def command_processes(network: str, own_pid_namespace: str) -> list[CommandProce
         except (OSError, IndexError):
             continue
         found.append(CommandProcess(int(name), command, first, state))
-    return found
+    return total, found
 
 
 def frozen_commands(processes: Sequence[CommandProcess]) -> set[str]:
@@ -195,8 +198,8 @@ class LimitWatch:
                 next_usage = time.monotonic() + max(USAGE_LOOK_S, 10 * (time.monotonic() - started))
 
     def _look_at_processes(self) -> None:
-        processes = command_processes(self._network, self._own_pid_namespace)
-        self._judge("processes", len(processes), self.limits.processes, "processes at once", kill=True)
+        total, processes = command_processes(self._network, self._own_pid_namespace)
+        self._judge("processes", total, self.limits.processes, "processes at once", kill=True)
         # A command frozen at two looks in a row is ended: nothing inside it can resume it, and the
         # CLI would wait for it until the trial's backstop.
         frozen = frozen_commands(processes)
@@ -224,7 +227,7 @@ class LimitWatch:
                 self._kill()
 
     def _kill(self) -> None:
-        processes = command_processes(self._network, self._own_pid_namespace)
+        _, processes = command_processes(self._network, self._own_pid_namespace)
         if processes:
             self.killed += 1
             # The first process of a pid namespace first: its end takes the whole command with it.

@@ -284,12 +284,16 @@ def _depth(path: str) -> int:
     return path.rstrip("/").count("/")
 
 
-def bwrap_arguments(plan: SandboxPlan, *, user_namespace: bool = False, identity: Path | None = None) -> list[str]:
+def bwrap_arguments(
+    plan: SandboxPlan, *, user_namespace: bool = False, identity: Path | None = None, with_aliases: bool = True
+) -> list[str]:
     """bwrap's options for a plan. Order matters: bwrap applies mounts in order, so folders are
     hidden first (at every place the host shows them), then what the arm may read is shown inside
     them, then the writable folders, and last what must never be seen is hidden again wherever it
     is. `user_namespace`: run the command in a user namespace of its own; `identity`: a folder with
-    the passwd and group files naming SANDBOX_UID (as root)."""
+    the passwd and group files naming SANDBOX_UID (as root); `with_aliases`: hide the other mounts
+    of the hidden folders here (write_prefix hides them itself, only those still there when each
+    command starts)."""
     args = [
         "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
@@ -316,7 +320,7 @@ def bwrap_arguments(plan: SandboxPlan, *, user_namespace: bool = False, identity
                 args.extend(["--ro-bind", "/dev/null", path])
 
     hidden = [*plan.hidden, *(root_only_files() if os.geteuid() == 0 else ())]
-    hide([*hidden, *mount_aliases(hidden)])
+    hide([*hidden, *(mount_aliases(hidden) if with_aliases else ())])
     for path in sorted(set(plan.readable), key=_depth):
         if _exists(path):
             args.extend(["--ro-bind", path, path])
@@ -324,7 +328,7 @@ def bwrap_arguments(plan: SandboxPlan, *, user_namespace: bool = False, identity
         args.extend(["--tmpfs", plan.home])
     for path in sorted(set(plan.writable), key=_depth):
         args.extend(["--bind", path, path])
-    hide([*plan.never, *mount_aliases(plan.never)])
+    hide([*plan.never, *(mount_aliases(plan.never) if with_aliases else ())])
     return args
 
 
@@ -502,7 +506,16 @@ def write_prefix(
             if not tool.as_root and tool.prlimit:
                 words.append(shlex.join([tool.prlimit, f"--nproc={limits.processes}:{limits.processes}"]))
         identity = _identity_files(path.parent) if tool.as_root and tool.user_namespace else None
-        bwrap = bwrap_arguments(plan, user_namespace=tool.user_namespace, identity=identity)
+        bwrap = bwrap_arguments(plan, user_namespace=tool.user_namespace, identity=identity, with_aliases=False)
+        # Other mounts of the hidden folders, each hidden if it is still there when the command
+        # starts (a mount that went away during the trial must not stop every later command).
+        # One that holds a folder the command is given is left: hiding it would hide that folder.
+        given = [*plan.readable, *plan.writable, plan.home]
+        lines.append("aliases=()")
+        for alias in dict.fromkeys(mount_aliases([*plan.hidden, *plan.never])):
+            if not any(_inside(folder, alias) for folder in given if folder):
+                option = "--tmpfs" if os.path.isdir(alias) and not os.path.islink(alias) else "--ro-bind /dev/null"
+                lines.append(f"[[ -e {shlex.quote(alias)} ]] && aliases+=({option} {shlex.quote(alias)})")
         if not tool.seccomp:
             from .seccomp import compiled_filter
 
@@ -511,7 +524,7 @@ def write_prefix(
             bwrap += ["--seccomp", str(SECCOMP_FD)]
             redirections.append(f"{SECCOMP_FD}<{shlex.quote(str(program))}")
         words += [shlex.join([tool.nsenter, *network.enter_options(), "--", tool.bwrap, *bwrap])]
-        words += ['"${share[@]}" --chdir "$PWD"']
+        words += ['"${aliases[@]}" "${share[@]}" --chdir "$PWD"']
     words += [shlex.quote(shell), '-c "$1"', *redirections]
     lines.append("exec " + " ".join(words))
     path.write_text("\n".join(lines) + "\n")
