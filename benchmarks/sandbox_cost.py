@@ -13,7 +13,10 @@ every variant alike:
               folders shown, the trial's folders writable, credentials, root's own /etc files and
               the world-writable folders hidden), its own pid namespace, every capability dropped,
               as root a user namespace of its own, and the seccomp filter;
-- +audit:     the sandbox under the execution audit's strace (the trial's full prefix).
+- +audit:     the sandbox under the execution audit's strace (the trial's full prefix);
+- unhardened: the sandbox without what issue 24 added (no user namespace, no seccomp filter, no
+              limits; capabilities and the extra mounts stay): on a loaded machine, the difference
+              to `sandbox` in the same run is the hardening's own cost.
 
 The figures are the medians added to `bare`: the sandbox's (target <= 10 ms) and, beside it, the
 sandbox's under the audit. The network namespace and its relays are started once
@@ -23,6 +26,7 @@ per trial, not per command: their start-up is printed separately.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import subprocess
@@ -76,6 +80,7 @@ def main() -> int:
         root = Path(folder)
         plan = _plan(root)
         cwd = root / "trial" / "cwd"
+        (root / "plain").mkdir()
         started = time.perf_counter()
         network = sandbox.TrialNetwork(tool, root / "net", [sandbox.Endpoint("127.0.0.1", 9)]).start()
         network_ms = (time.perf_counter() - started) * 1000
@@ -84,6 +89,9 @@ def main() -> int:
                 "bare": None,
                 "prefix": sandbox.write_prefix(root / "p-plain", None, None, None),
                 "sandbox": sandbox.write_prefix(root / "p-sandbox", tool, plan, network, limits=DEFAULT_LIMITS),
+                "unhardened": sandbox.write_prefix(
+                    root / "plain" / "p-unhardened", dataclasses.replace(tool, user_namespace=False, seccomp="off"), plan, network
+                ),
             }
             if tracer.available:
                 audit = ExecAudit(root / "audit", tracer)
