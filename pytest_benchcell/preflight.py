@@ -173,7 +173,7 @@ def checks_for_binaries(arm: Arm) -> list[Check]:
     checks = []
     for binary in arm.binaries:
         probe = arm.probes.get(binary)
-        commands = (probe,) if probe else (f"{shlex.quote(binary)} --version", f"{shlex.quote(binary)} --help")
+        commands = (probe,) if probe else (f"{shlex.quote(binary)} --help", f"{shlex.quote(binary)} --version")
         checks.append(Check(binary, commands))
     return checks
 

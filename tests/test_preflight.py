@@ -109,7 +109,7 @@ here=$(dirname "$(readlink -f "$0")")
 exec python3 "$here/../tracker.py" "$@"
 """
 TRACKER_PY = """import sys
-print("tracker 1.0" if sys.argv[1:] == ["--version"] else "3 open issues")
+print("usage: tracker list" if sys.argv[1:] == ["--help"] else "3 open issues")
 """
 PKGCLI = """#!/usr/bin/env python3
 import sys
@@ -120,20 +120,20 @@ main()
 """
 PKGTOOL = """import sys
 def main():
-    print("pkgcli 1.0" if sys.argv[1:] == ["--version"] else "3 open issues")
+    print("usage: pkgcli list" if sys.argv[1:] == ["--help"] else "3 open issues")
 """
 SVC = """#!/usr/bin/env python3
 import os, sys, urllib.request
-if sys.argv[1:] == ["--version"]:
-    print("svc 1.0")
+if sys.argv[1:] == ["--help"]:
+    print("usage: svc list")
 else:
     print(urllib.request.urlopen(os.environ["SERVICE_URL"], timeout=10).read().decode())
 """
 REPORTS = """#!/usr/bin/env python3
 import sys
 from pathlib import Path
-if sys.argv[1:] == ["--version"]:
-    print("reports 1.0")
+if sys.argv[1:] == ["--help"]:
+    print("usage: reports summary")
 else:
     print((Path(__file__).resolve().parent.parent / "data" / "summary.txt").read_text())
 """
@@ -170,6 +170,229 @@ def assert_refused_before_anything(pytester: pytest.Pytester, result: pytest.Run
     assert samples(pytester, arm) == []
 
 
+# --- the execution audit's trace of opens, connects and exits --------------------------------------
+
+ACCESS_LOG = r"""10 execve("/usr/bin/bash", ["bash", "-c", "tracker list"], 0x1 /* 1 var */) = 0
+10 clone(child_stack=NULL, flags=SIGCHLD) = 11
+11 execve("/trial/bin/tracker", ["tracker", "list"], 0x1 /* 1 var */) = 0
+11 execve("/usr/local/bin/python3", ["python3", "/bench/tracker.py"], 0x1 /* 1 var */) = -1 ENOENT (No such file or directory)
+11 execve("/usr/bin/python3", ["python3", "/bench/tracker.py"], 0x1 /* 1 var */) = 0
+11 openat(AT_FDCWD, "/usr/lib/python3/os.py", O_RDONLY|O_CLOEXEC) = 3
+11 openat(AT_FDCWD, "/bench/tracker.py", O_RDONLY|O_CLOEXEC <unfinished ...>
+10 wait4(-1,  <unfinished ...>
+11 <... openat resumed>) = -1 ENOENT (No such file or directory)
+11 openat(3, "relative.txt", O_RDONLY) = -1 ENOENT (No such file or directory)
+11 connect(4, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 ECONNREFUSED (Connection refused)
+11 connect(5, {sa_family=AF_INET6, sin6_port=htons(8080), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EINPROGRESS (Operation now in progress)
+11 connect(6, {sa_family=AF_UNIX, sun_path="/run/x.sock"}, 110) = 0
+11 open("/etc/x) = 3", O_RDONLY) = 7
+11 +++ exited with 2 +++
+10 +++ exited with 2 +++
+"""
+
+
+def test_the_trace_keeps_opens_connects_and_failed_execs_with_the_program_that_made_them() -> None:
+    from pytest_benchcell.isolation.exec_audit import parse_strace
+
+    log = parse_strace(ACCESS_LOG)
+    assert [record.path for record in log.records] == ["/usr/bin/bash", "/trial/bin/tracker", "/usr/bin/python3"]
+    assert [(a.call, a.target, a.result, a.record) for a in log.accesses] == [
+        ("execve", "/usr/local/bin/python3", "ENOENT", 1),  # a PATH search, made by the wrapper
+        ("openat", "/usr/lib/python3/os.py", "ok", 2),
+        ("openat", "/bench/tracker.py", "ENOENT", 2),  # joined across another process's line
+        ("connect", "127.0.0.1:8080", "ECONNREFUSED", 2),
+        ("connect", "[::1]:8080", "EINPROGRESS", 2),  # refused later, where strace does not look
+        ("connect", "unix:/run/x.sock", "ok", 2),
+        ("open", "/etc/x) = 3", "ok", 2),  # a result-like text inside the path is not the result
+    ]  # the open relative to a folder's descriptor names no path the log can place: left out
+    assert log.failed_exit(11) == "exited with 2" and log.failed_exit(99) is None
+
+
+def test_a_failure_counts_for_the_arm_binary_above_it_only_when_the_binary_then_failed() -> None:
+    from pytest_benchcell.isolation.exec_audit import ExecPolicy, parse_strace, program_failures
+
+    policy = ExecPolicy("a", "/usr/bin/bash", {"tracker": frozenset({"/trial/bin/tracker"})}, {}, {"tracker": frozenset({"python3"})})
+    failures = program_failures(parse_strace(ACCESS_LOG), policy)
+    assert {(f.binary, f.program, f.access.target, f.ended, f.command) for f in failures} >= {
+        ("tracker", "/usr/bin/python3", "/bench/tracker.py", "exited with 2", "tracker list"),
+    }
+    succeeded = parse_strace(ACCESS_LOG.replace("11 +++ exited with 2 +++", "11 +++ exited with 0 +++"))
+    assert program_failures(succeeded, policy) == []  # an optional file it did without is not a failure
+    no_binary = ExecPolicy("a", "/usr/bin/bash", {}, {}, {})
+    assert program_failures(parse_strace(ACCESS_LOG), no_binary) == []  # not the arm's program: the agent's doing
+
+
+# --- what the sandbox hides, read from its own command line -----------------------------------------
+
+
+def test_mounts_are_read_in_order_so_a_later_mount_decides(tmp_path: Path) -> None:
+    from pytest_benchcell.isolation.blocked import Mounts
+
+    bench = tmp_path / "bench"
+    (bench / "bin").mkdir(parents=True)
+    (bench / "tool.py").write_text("")
+    (bench / "bench.toml").write_text("")
+    argv = ["--ro-bind", "/", "/", "--tmpfs", "/tmp", "--unshare-pid", "--hostname", "sandbox", "--tmpfs", str(bench),
+            "--ro-bind", str(bench / "bin"), str(bench / "bin"), "--ro-bind", "/dev/null", str(bench / "bench.toml"),
+            "--setenv", "A", "--tmpfs", "--chdir", "/x", "bash", "-c", "--tmpfs /etc"]  # fmt: skip
+    mounts = Mounts.from_arguments(argv)
+    assert mounts.hidden(str(bench / "tool.py")) and mounts.hidden(str(bench / "bench.toml"))
+    assert not mounts.hidden(str(bench / "bin" / "tool")) and not mounts.hidden("/usr/bin/env")
+    assert mounts.hidden("/tmp/x")
+    assert not mounts.hidden("/etc/passwd")  # words after the command are the command's, not bwrap's
+
+
+@needs_sandbox
+def test_the_mounts_of_a_trials_prefix_are_those_bubblewrap_gets(tmp_path: Path) -> None:
+    from pytest_benchcell.isolation.blocked import Mounts
+
+    (tmp_path / "bench").mkdir()
+    plan = sandbox.SandboxPlan(writable=(str(tmp_path / "cwd"),), readable=(), hidden=(str(tmp_path / "bench"),), home="")
+    (tmp_path / "cwd").mkdir()
+    prefix = sandbox.write_prefix(tmp_path / "prefix", TOOL, plan, sandbox.TrialNetwork(TOOL, tmp_path / "net", ()), trace="strace -o x")
+    mounts = Mounts.from_prefix(prefix.read_text(), TOOL.bwrap)
+    assert mounts.hidden(str(tmp_path / "bench" / "x")) and not mounts.hidden(str(tmp_path / "cwd" / "x"))
+
+
+def view_of(tmp_path: Path, **fields):  # type: ignore[no-untyped-def]
+    from pytest_benchcell.isolation.blocked import Mounts, SandboxView
+
+    bench = tmp_path / "bench"
+    hidden = [bench, tmp_path / "trial", tmp_path / "trial" / "environment" / "data"]
+    shown = [tmp_path / "trial" / "environment"]
+    points = tuple((str(path), False) for path in hidden[:2]) + tuple((str(path), True) for path in shown) + ((str(hidden[2]), False),)
+    defaults = dict(
+        arm="cli", mounts=Mounts(points), bench_root=str(bench), never=(str(bench / "bench.toml"),),
+        harness="/nowhere/pytest_benchcell", trial_folder=str(tmp_path / "trial"),
+        environment_hidden=(str(hidden[2]),), readable=("lib",),
+    )  # fmt: skip
+    return SandboxView(**{**defaults, **fields})
+
+
+def test_a_hidden_file_is_named_with_why_and_the_declaration_that_gives_it_back(tmp_path: Path) -> None:
+    for name in ("bench/bin/tracker", "bench/tracker.py", "bench/bench.toml", "bench/pkg/__init__.py", "bench/pkg/sub/__init__.py",
+                 "bench/pkg/sub/__pycache__/m.cpython-311.pyc", "trial/environment/data/db", "trial/exec-audit/1.log",
+                 "trial/environment/seed.json"):  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    view = view_of(tmp_path)
+    script = view.file(str(tmp_path / "bench" / "bin" / ".." / "tracker.py"))
+    assert script is not None and script.target == str(tmp_path / "bench" / "tracker.py")
+    assert (script.why, script.remedy) == (
+        "the bench folder is hidden but for what the arm declares", 'declare [arms.cli] readable = ["lib", "tracker.py"]'
+    )
+    module = view.file(str(tmp_path / "bench/pkg/sub/__pycache__/m.cpython-311.pyc"))
+    assert module is not None and module.remedy == 'declare [arms.cli] readable = ["lib", "pkg"]'  # the whole package
+    answers = view.file(str(tmp_path / "bench/bench.toml"))
+    assert answers is not None and answers.remedy == "" and "never shown" in answers.why
+    data = view.file(str(tmp_path / "trial/environment/data/db"))
+    assert data is not None and "leave it out of `hidden`" in data.remedy
+    logs = view.file(str(tmp_path / "trial/exec-audit/1.log"))
+    assert logs is not None and logs.remedy == "" and "trial's own folder" in logs.why
+    assert view.file(str(tmp_path / "trial/environment/seed.json")) is None  # shared with the commands
+    assert view.file(str(tmp_path / "bench/missing.py")) is None  # not there outside either: not the sandbox's doing
+    assert view.file("relative/path") is None and view.file("/proc/self/status") is None
+
+
+def test_an_endpoint_of_the_environment_the_arm_does_not_declare_is_named_as_the_arm_would_declare_it(tmp_path: Path) -> None:
+    from pytest_benchcell.isolation.blocked import endpoints_offered
+
+    offered = endpoints_offered(
+        {"SERVICE_URL": "http://127.0.0.1:{port}/", "NAME": "tracker"},
+        {"SERVICE_URL": "http://127.0.0.1:4242/", "NAME": "tracker"},
+        {"port": "4242", "admin": "http://localhost:4343", "db": "/tmp/x.db", "admin_port": "4444"},
+    )
+    assert offered == {
+        sandbox.Endpoint("127.0.0.1", 4242): "http://127.0.0.1:{port}/",
+        sandbox.Endpoint("127.0.0.1", 4343): "{admin}",
+        sandbox.Endpoint("127.0.0.1", 4444): "127.0.0.1:{admin_port}",
+    }
+    view = view_of(tmp_path, offered=offered, network=("{admin}",), declared=frozenset({sandbox.Endpoint("127.0.0.1", 4343)}))
+    refused = view.endpoint("127.0.0.1:4242")
+    assert refused is not None and refused.remedy == 'declare [arms.cli] network = ["{admin}", "http://127.0.0.1:{port}/"]'
+    assert view.endpoint("127.0.0.1:4343") is None  # declared: relayed
+    assert view.endpoint("127.0.0.1:9") is None  # nothing of the bench's: the agent's doing
+    assert view.endpoint("[::1]:4242") is None  # the relays listen on IPv4: a client falls back to it
+
+
+def test_the_judge_leaves_a_hidden_path_the_agents_command_names_to_the_agent(tmp_path: Path) -> None:
+    from pytest_benchcell.isolation.exec_audit import Access, ProgramFailure
+
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "notes.txt").write_text("")
+    view = view_of(tmp_path)
+    target = str(tmp_path / "bench" / "notes.txt")
+    access = Access(11, "openat", target, "ENOENT", 2)
+    own = ProgramFailure("tool", "/usr/bin/python3", "exited with 1", access, "tool import")
+    asked = ProgramFailure("tool", "/usr/bin/python3", "exited with 1", access, "tool import ../bench/notes.txt")
+    assert view.judge(own) == {
+        "program": "tool", "call": "openat", "target": target, "error": "ENOENT", "ended": "exited with 1",
+        "command": "tool import", "why": "the bench folder is hidden but for what the arm declares",
+        "remedy": 'declare [arms.cli] readable = ["lib", "notes.txt"]',
+    }  # fmt: skip
+    assert view.judge(asked) is None
+
+
+# --- the rule: a trial the sandbox broke is never scored against the arm ---------------------------
+
+BLOCKED = {"program": "tool", "call": "openat", "target": "/b/x.py", "error": "ENOENT", "ended": "exited with 1",
+           "command": "tool x", "why": "the bench folder is hidden but for what the arm declares",
+           "remedy": 'declare [arms.a] readable = ["x.py"]'}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome", "after"),
+    [("scored", "incorrect", ("error", None)), ("scored", "confused", ("error", None)), ("scored", "hung", ("error", None)),
+     ("scored", "pass", ("scored", "pass")), ("invalid", None, ("invalid", None)), ("error", None, ("error", None))],
+)  # fmt: skip
+def test_only_a_trial_that_would_count_against_the_arm_becomes_an_error(status: str, outcome: str | None, after: tuple) -> None:
+    from pytest_benchcell.trial import not_against_the_arm
+
+    sample = {"status": status, "outcome": outcome, "reason": "why", "sandbox_blocked": [BLOCKED]}
+    not_against_the_arm(sample)
+    assert (sample["status"], sample["outcome"]) == after
+    unblocked = {"status": status, "outcome": outcome, "reason": "why", "sandbox_blocked": []}
+    not_against_the_arm(unblocked)
+    assert (unblocked["status"], unblocked["outcome"]) == (status, outcome)
+
+
+def test_the_error_says_what_the_sandbox_kept_and_what_the_trial_would_have_been() -> None:
+    from pytest_benchcell.trial import not_against_the_arm
+
+    sample = {"status": "scored", "outcome": "incorrect", "reason": "missing fact: 3 open", "sandbox_blocked": [BLOCKED, BLOCKED]}
+    not_against_the_arm(sample)
+    assert sample["reason"] == (
+        "sandbox: tool could not open /b/x.py (the bench folder is hidden but for what the arm declares) and exited "
+        'with 1; declare [arms.a] readable = ["x.py"] (+1 more); the trial would have been incorrect: missing fact: '
+        "3 open, which the harness caused, so it is not scored against the arm"
+    )
+
+
+# --- bench.toml: preflight ------------------------------------------------------------------------
+
+
+def test_an_arm_declares_its_preflight_commands_and_they_replace_the_default_checks(tmp_path: Path) -> None:
+    from pytest_benchcell.config import BenchConfigError, parse_bench
+    from pytest_benchcell.preflight import checks_for_binaries
+
+    def bench(arm: dict):  # type: ignore[no-untyped-def]
+        document = {"bench": {"model": "m"}, "arms": {"a": {"binaries": ["git", "curl"], **arm}},
+                    "tasks": {"t": {"tier": "read", "intent": "x", "required_facts": ["x"]}}}  # fmt: skip
+        return parse_bench(tmp_path / "bench.toml", document)
+
+    plain = bench({"probe": {"git": "git status"}})
+    assert [check.commands for check in checks_for_binaries(plain.arms["a"])] == [
+        ("git status",), ("curl --help", "curl --version")
+    ]
+    declared = bench({"preflight": ["curl -sf {url}", "git log -1"]})
+    assert [check.commands for check in checks_for_binaries(declared.arms["a"])] == [("curl -sf {url}",), ("git log -1",)]
+    assert declared.definition("a", "t").conditions == bench({}).definition("a", "t").conditions  # not a condition
+    with pytest.raises(BenchConfigError, match=r"\[arms.a\] preflight has value \"echo 'x\"; allowed: shell command lines"):
+        bench({"preflight": ["echo 'x"]})
+    with pytest.raises(BenchConfigError, match=r"\[arms.a\] preflight has value \[\]|a list of non-empty strings"):
+        bench({"preflight": "git status"})
+
+
 # --- the three benches of issue 24 -------------------------------------------------------------
 
 
@@ -182,7 +405,7 @@ def test_a_wrapper_running_a_script_of_the_bench_is_refused_naming_the_script(py
     assert_refused_before_anything(pytester, result, "wrapper")
     result.stderr.fnmatch_lines([
         "ERROR: benchcell pre-flight: 1 check of the selected arms works outside the sandbox and fails inside it*",
-        "arm wrapper: `tracker --version` works outside the sandbox (exit 0) and fails inside it (exit 2)",
+        "arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)",
         f"    could not open {pytester.path}/tracker.py (the bench folder is hidden but for what the arm declares)",
         '    -> declare [arms.wrapper] readable = ["tracker.py"]',
         "    it said: *python3: can't open file *tracker.py*",
@@ -197,7 +420,7 @@ def test_a_cli_importing_its_own_package_from_the_bench_is_refused_naming_the_pa
     result = sitting(pytester, "package")
     assert_refused_before_anything(pytester, result, "package")
     result.stderr.fnmatch_lines([
-        "arm package: `pkgcli --version` works outside the sandbox (exit 0) and fails inside it (exit 1)",
+        "arm package: `pkgcli --help` works outside the sandbox (exit 0) and fails inside it (exit 1)",
         f"    could not open {pytester.path}/pkgtool/__init__.py (the bench folder is hidden but for what the arm declares)",
         '    -> declare [arms.package] readable = ["pkgtool"]',
         "*ModuleNotFoundError: No module named 'pkgtool'",
@@ -242,7 +465,7 @@ def test_with_the_audit_off_the_refusal_says_what_failed_and_what_it_printed(pyt
     result = sitting(pytester, "wrapper")
     assert_refused_before_anything(pytester, result, "wrapper")
     result.stderr.fnmatch_lines([
-        "arm wrapper: `tracker --version` works outside the sandbox (exit 0) and fails inside it (exit 2)",
+        "arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)",
         "    the execution audit is off here, so what it could not reach is not traced: declare the files of the bench "
         "it reads in [arms.wrapper] readable = [...], the endpoints it connects to in network = [...]",
         "    it said: *python3: can't open file *tracker.py*",
@@ -257,7 +480,7 @@ def test_with_the_audit_off_the_refusal_says_what_failed_and_what_it_printed(pyt
 @needs_audit
 def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_arm(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
-    result = sitting(pytester, "reports")  # `reports --version` works in the sandbox: the pre-flight passes
+    result = sitting(pytester, "reports")  # `reports --help` works in the sandbox: the pre-flight passes
     (sample,) = samples(pytester, "reports")
     assert (sample["status"], sample["outcome"]) == ("error", None)
     summary = pytester.path / "data" / "summary.txt"
@@ -273,3 +496,65 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
     )
     assert sample["reason"].endswith("which the harness caused, so it is not scored against the arm")
     result.stdout.fnmatch_lines(["ERROR bench.toml::reports-count-t1 - error: sandbox: reports could not open *"])
+
+
+# --- the example bench: a false refusal is as wrong as an escape --------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def example_hooks():  # type: ignore[no-untyped-def]
+    """The example bench's hooks (the root conftest.py) as the plugin's hook relay calls them."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("example_bench_conftest_preflight", ROOT / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return SimpleNamespace(
+        pytest_benchcell_provision=module.pytest_benchcell_provision,
+        pytest_benchcell_ready=module.pytest_benchcell_ready,
+        pytest_benchcell_teardown=module.pytest_benchcell_teardown,
+    )
+
+
+def example_bench(**arm_changes: dict):  # type: ignore[no-untyped-def]
+    import tomllib
+
+    from pytest_benchcell.config import parse_bench
+
+    document = tomllib.loads((ROOT / "bench.toml").read_text())
+    for arm, changes in arm_changes.items():
+        for key, value in changes.items():
+            if value is None:
+                document["arms"][arm].pop(key)
+            else:
+                document["arms"][arm][key] = value
+    return parse_bench(ROOT / "bench.toml", document)
+
+
+@needs_sandbox
+def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
+    from pytest_benchcell.agent import bundled_cli
+    from pytest_benchcell.preflight import run_preflight
+
+    bench = example_bench()
+    found = run_preflight(bench, {arm: "close-export" for arm in bench.arms}, example_hooks(), "scripted", cli=bundled_cli())
+    assert (found.broken, found.notes) == ([], [])
+    assert found.arms == ["cli-skill", "native", "raw-api"]  # the mcp arm has no shell: nothing runs in a sandbox
+    assert found.summary().startswith("pre-flight: 3 checks of 3 arms ran in the sandbox as in a trial and work there")
+
+
+@needs_sandbox
+@needs_audit
+def test_the_example_cli_without_its_readable_package_is_refused_naming_it() -> None:
+    from pytest_benchcell.agent import bundled_cli
+    from pytest_benchcell.preflight import run_preflight
+
+    bench = example_bench(**{"cli-skill": {"readable": None}})
+    found = run_preflight(bench, {"cli-skill": "close-export"}, example_hooks(), "scripted", cli=bundled_cli())
+    (broken,) = found.broken
+    assert broken.command == "tracker --help"
+    assert broken.remedies() == ['declare [arms.cli-skill] readable = ["bench/tracker"]']
+    assert "ModuleNotFoundError: No module named 'tracker'" in broken.output

@@ -154,16 +154,16 @@ class SandboxView:
             return "bench.toml, conftest.py and the store are never shown: they hold the answers", ""
         if _under(real, self.harness):
             return "the harness's own package is never shown", ""
-        if _under(real, self.trial_folder):
-            return "the trial's own folder is never shown but for its working directory and workdir", ""
-        if any(_under(real, path) for path in self.credentials):
-            return "the user's credential files are never shown", ""
         for path in self.environment_hidden:
             if _under(real, path):
                 return (
                     f"pytest_benchcell_provision declares {path} hidden",
                     "if the arm's programs need it, leave it out of `hidden` in the Environment the provision hook returns",
                 )
+        if _under(real, self.trial_folder):
+            return "the trial's own folder is never shown but for its working directory and workdir", ""
+        if any(_under(real, path) for path in self.credentials):
+            return "the user's credential files are never shown", ""
         if _under(real, self.bench_root):
             return "the bench folder is hidden but for what the arm declares", self.readable_remedy([real])
         if _under(real, os.path.realpath(tempfile.gettempdir())) or _under(real, "/tmp"):
