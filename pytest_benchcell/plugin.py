@@ -38,6 +38,7 @@ STATUS_PROPERTY = "benchcell_status"
 PROGRESS_PROPERTY = "benchcell_progress"
 COST_PROPERTY = "benchcell_cost"
 REASON_PROPERTY = "benchcell_reason"
+BLOCKED_PROPERTY = "benchcell_sandbox_blocked"
 WORKER_PLAN_KEY = "benchcell_plan"
 # pytest-timeout's limit for a trial item, on top of its readiness bound and wall-clock backstop:
 # provisioning, the CLI's start, scoring and teardown. A global --timeout never cuts a trial short.
@@ -815,6 +816,12 @@ class TrialItem(pytest.Item):
         progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
+        if sample.get("sandbox_blocked"):
+            from .isolation.blocked import describe_record
+            from .leftovers import printable
+
+            lines = [printable(describe_record(entry)) for entry in sample["sandbox_blocked"]]
+            self.user_properties.append((BLOCKED_PROPERTY, lines))
         worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
         if worker is not None:  # an xdist worker: the sample travels to the controller's store
             worker.record(self.nodeid, sample)
@@ -937,7 +944,7 @@ class SittingPlugin:
             self.invalid.append(f"INVALID {report.nodeid} - {printable(str(properties.get(REASON_PROPERTY, '')))}")
         tally = self.state.tallies.get(tuple(cell))
         if tally is not None:
-            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0))
+            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0), properties.get(BLOCKED_PROPERTY) or ())
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
             name = report.nodeid.rsplit("::", 1)[-1]

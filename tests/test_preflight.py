@@ -496,6 +496,22 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
     )
     assert sample["reason"].endswith("which the harness caused, so it is not scored against the arm")
     result.stdout.fnmatch_lines(["ERROR bench.toml::reports-count-t1 - error: sandbox: reports could not open *"])
+    result.stdout.fnmatch_lines([
+        "reports x count: 1 recorded this sitting (0 passed, 0 failed, 0 invalid, 1 errors)",
+        "    sandbox: in 1 trial it kept the arm's own program from what it needs (never scored against the arm):",
+        f"        reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited "
+        'with 1; declare [arms.reports] readable = ["data/summary.txt"]',
+    ])  # fmt: skip
+    report = pytester.runpytest("--bench-report", "--bench-scripted", "--bench-arm", "reports", "--bench-report-json", "r.json")
+    report.stdout.fnmatch_lines([
+        "*reports \u00d7 count: the sandbox kept the arm's own program from what it needs in 1 listed trial, never scored "
+        f"against the arm: reports could not open {summary}*",
+    ])  # fmt: skip
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["failures"][0]["sandbox_blocked"] == [
+        f"reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited with 1; "
+        'declare [arms.reports] readable = ["data/summary.txt"]'
+    ]
 
 
 # --- the example bench: a false refusal is as wrong as an escape --------------------------------
