@@ -41,7 +41,7 @@ from typing import Any
 from .config import Arm, Bench, BenchConfigError, fill_placeholders
 from .confinement import Confinement, ConfinementError, confine, exec_audit_state, sandbox_state
 from .isolation import exec_audit
-from .isolation.blocked import Blocked, SandboxView, _endpoint_in
+from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries
 from .isolation.hygiene import removed_variables
 from .leftovers import printable
 
@@ -96,13 +96,30 @@ class Broken:
             )
         elif not self.blocked:
             lines.append("    the traces show no hidden file and no refused endpoint it needed")
-        for blocked in self.blocked:
-            lines.append(f"    {_without_remedy(blocked)}")
+        lines += [f"    {line}" for line in self._what_it_could_not_reach()]
         for remedy in self.remedies():
             lines.append(f"    -> {remedy}")
         if self.output.strip():
             lines.append("    it said: " + "\n        ".join(self.output.strip().splitlines()[-OUTPUT_LINES:]))
         return "\n".join(lines)
+
+    def _what_it_could_not_reach(self) -> list[str]:
+        """One line per file or endpoint; files of one entry to declare (a package's modules) in one line."""
+        groups: dict[str, list[Blocked]] = {}
+        for blocked in self.blocked:
+            entry = blocked.target
+            if self.view is not None and blocked.kind == "file" and "readable" in blocked.remedy:
+                entry = os.path.join(self.view.bench_root, readable_entries([blocked.target], self.view.bench_root)[0])
+            groups.setdefault(entry, []).append(blocked)
+        lines = []
+        for entry, members in groups.items():
+            if len(members) == 1:
+                lines.append(_without_remedy(members[0]))
+                continue
+            names = [os.path.relpath(member.target, entry) for member in members]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            lines.append(f"could not open {len(members)} files in {entry} ({members[0].why}): {shown}")
+        return lines
 
     def remedies(self) -> list[str]:
         """One line per declaration: every hidden file of the bench in one `readable`, and so on."""
@@ -113,7 +130,7 @@ class Broken:
         if bench_files and view is not None:
             out.append(view.readable_remedy(bench_files))
         if endpoints and view is not None:
-            offered = [view.offered.get(_endpoint_in(b.target), b.target) for b in endpoints]  # type: ignore[arg-type]
+            offered = [view.offered.get(endpoint_in(b.target), b.target) for b in endpoints]  # type: ignore[arg-type]
             out.append(f"declare [arms.{self.arm}] network = {_toml_list(list(dict.fromkeys([*view.network, *offered])))}")
         for blocked in self.blocked:
             if blocked.remedy and blocked not in endpoints and blocked.target not in bench_files and blocked.remedy not in out:
@@ -239,7 +256,7 @@ def _endpoint_checks(arm: Arm, confined: Confinement) -> list[Check]:
     checks = []
     declared = set(confined.endpoints)
     for name, template in arm.env.items():
-        endpoint = _endpoint_in(confined.env.get(name, ""))
+        endpoint = endpoint_in(confined.env.get(name, ""))
         if endpoint is None or endpoint in declared or not _answers(endpoint.host, endpoint.port):
             continue
         command = f"exec 3<>/dev/tcp/{endpoint.host}/{endpoint.port}"
@@ -261,7 +278,7 @@ def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Br
     tracer = confined.audit.tracer if confined.audit is not None else None
     for command in check.commands:
         if check.endpoint:
-            endpoint = _endpoint_in(check.endpoint)
+            endpoint = endpoint_in(check.endpoint)
             works = endpoint is not None and _answers(endpoint.host, endpoint.port)
             outside = (0 if works else 1, "", None)
         else:

@@ -154,8 +154,8 @@ def write_bench(pytester: pytest.Pytester, *, exec_audit: str = "auto", **declar
         path.chmod(0o755)
 
 
-def sitting(pytester: pytest.Pytester, arm: str) -> pytest.RunResult:
-    return pytester.runpytest("--bench-arm", arm, "--bench-task", "count", "--bench-scripted", "-p", "no:randomly")
+def sitting(pytester: pytest.Pytester, arm: str, *extra: str) -> pytest.RunResult:
+    return pytester.runpytest("--bench-arm", arm, "--bench-task", "count", "--bench-scripted", "-p", "no:randomly", *extra)
 
 
 def samples(pytester: pytest.Pytester, arm: str) -> list[dict]:
@@ -460,6 +460,19 @@ def test_each_bench_passes_once_the_named_declaration_is_added(pytester: pytest.
 
 @pytest.mark.e2e
 @needs_sandbox
+def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_workers(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    result = sitting(pytester, "wrapper", "-n", "2")
+    assert_refused_before_anything(pytester, result, "wrapper")
+    result.stderr.fnmatch_lines(["arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)"])
+    write_bench(pytester, wrapper='readable = ["tracker.py"]')
+    result = sitting(pytester, "wrapper", "-n", "2", "--bench-trials", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
+
+
+@pytest.mark.e2e
+@needs_sandbox
 def test_with_the_audit_off_the_refusal_says_what_failed_and_what_it_printed(pytester: pytest.Pytester) -> None:
     write_bench(pytester, exec_audit="off")
     result = sitting(pytester, "wrapper")
@@ -562,15 +575,31 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
     assert found.summary().startswith("pre-flight: 3 checks of 3 arms ran in the sandbox as in a trial and work there")
 
 
+def readme_block_after(words: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    after = text[text.index(words) :]
+    return after.split("```\n", 1)[1].split("\n```", 1)[0]
+
+
+def comparable(text: str) -> str:
+    """A refusal as the README prints it: wrapped lines joined, paths and the port left out, and the
+    files of a package named by count (a checkout's __pycache__ decides whether .py or .pyc are read)."""
+    text = " ".join(text.replace(str(ROOT), "...").split())
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+    return re.sub(r"could not open \d+ files in (\S+) \(([^()]*)\): .*? -> ", r"could not open files in \1 (\2) -> ", text)
+
+
 @needs_sandbox
 @needs_audit
-def test_the_example_cli_without_its_readable_package_is_refused_naming_it() -> None:
+def test_the_example_bench_without_its_declarations_is_refused_as_the_readme_shows() -> None:
     from pytest_benchcell.agent import bundled_cli
     from pytest_benchcell.preflight import run_preflight
 
-    bench = example_bench(**{"cli-skill": {"readable": None}})
-    found = run_preflight(bench, {"cli-skill": "close-export"}, example_hooks(), "scripted", cli=bundled_cli())
-    (broken,) = found.broken
-    assert broken.command == "tracker --help"
-    assert broken.remedies() == ['declare [arms.cli-skill] readable = ["bench/tracker"]']
-    assert "ModuleNotFoundError: No module named 'tracker'" in broken.output
+    bench = example_bench(**{"cli-skill": {"readable": None}, "native": {"network": None}})
+    found = run_preflight(bench, {"cli-skill": "close-export", "native": "close-export"}, example_hooks(), "scripted", cli=bundled_cli())
+    first, second = found.broken
+    assert (first.command, first.remedies()) == ("tracker --help", ['declare [arms.cli-skill] readable = ["bench/tracker"]'])
+    assert "ModuleNotFoundError: No module named 'tracker'" in first.output
+    assert second.check.label == "$TRACKER_URL"
+    shown = readme_block_after("The example bench without its `readable` and")
+    assert comparable("ERROR: " + found.refusal(bench)) == comparable(shown)

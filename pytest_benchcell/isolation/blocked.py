@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import sandbox
 
-__all__ = ["Mounts", "Blocked", "SandboxView", "readable_entries", "endpoints_offered", "describe_record"]
+__all__ = ["Mounts", "Blocked", "SandboxView", "readable_entries", "endpoints_offered", "endpoint_in", "describe_record"]
 
 # bubblewrap's options by how many arguments they take (its manual, 0.4 to 0.11); the mounts are
 # read from these, anything else is skipped with its arguments.
@@ -260,11 +260,11 @@ def endpoints_offered(arm_env: Mapping[str, str], filled_env: Mapping[str, str],
     value that is the endpoint, else "127.0.0.1:{name}" for one that is its port."""
     offered: dict[sandbox.Endpoint, str] = {}
     for name, template in arm_env.items():
-        endpoint = _endpoint_in(filled_env.get(name, ""))
+        endpoint = endpoint_in(filled_env.get(name, ""))
         if endpoint is not None:
             offered.setdefault(endpoint, template)
     for name, value in values.items():
-        endpoint = _endpoint_in(str(value))
+        endpoint = endpoint_in(str(value))
         if endpoint is not None:
             offered.setdefault(endpoint, f"{{{name}}}")
     for name, value in values.items():
@@ -274,7 +274,7 @@ def endpoints_offered(arm_env: Mapping[str, str], filled_env: Mapping[str, str],
     return offered
 
 
-def _endpoint_in(text: str) -> sandbox.Endpoint | None:
+def endpoint_in(text: str) -> sandbox.Endpoint | None:
     if not text or ("://" not in text and ":" not in text):
         return None
     try:

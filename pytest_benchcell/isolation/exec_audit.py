@@ -25,6 +25,13 @@ CLI's own wrapping (sourcing the snapshot, `eval`, `pwd -P`) uses shell builtins
 program, so nothing needs filtering: the first record of each log is the shell itself, or the
 launcher's programs and then the shell.
 
+What a program could not reach. Where this strace knows them, open, openat and connect are traced
+too (`ACCESS_CALLS`; the log then holds the successful ones as well, since strace filters by result
+for every call or none). `parse_strace` keeps each with the program its process ran at the time,
+and how each process ended; `program_failures` picks the failed ones of the arm's own programs whose
+binary then ended in failure, and a judge (isolation/blocked.py) keeps those the sandbox caused: the
+sample's `sandbox_blocked`. They never make a trial invalid.
+
 What a program is. A record is a program when its file is one of the program's files and it ran
 under one of the program's names (`is_program`). The file: the same real path (symlinks and the
 alternatives system resolved on both sides), the same inode (a hard link), or the same bytes (the
