@@ -33,15 +33,15 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .config import Arm, Bench, BenchConfigError, fill_placeholders
-from .confinement import Confinement, ConfinementError, confine, exec_audit_state, sandbox_state
+from .confinement import Confinement, ConfinementError, confine, sandbox_state
 from .isolation import exec_audit
-from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries
+from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
 from .isolation.hygiene import removed_variables
 from .leftovers import printable
 
@@ -83,7 +83,7 @@ class Broken:
             return (
                 f"arm {self.arm}: {self.check.label} ({self.check.endpoint}) is a service that answers outside the "
                 f"sandbox, but inside it the connection is refused: declare [arms.{self.arm}] network = "
-                f"{_toml_list(self._network_entries())}"
+                f"{toml_list(self._network_entries())}"
             )
         lines = [
             f"arm {self.arm}: `{self.command}` works outside the sandbox (exit {self.outside}) and fails inside it "
@@ -131,7 +131,7 @@ class Broken:
             out.append(view.readable_remedy(bench_files))
         if endpoints and view is not None:
             offered = [view.offered.get(endpoint_in(b.target), b.target) for b in endpoints]  # type: ignore[arg-type]
-            out.append(f"declare [arms.{self.arm}] network = {_toml_list(list(dict.fromkeys([*view.network, *offered])))}")
+            out.append(f"declare [arms.{self.arm}] network = {toml_list(list(dict.fromkeys([*view.network, *offered])))}")
         for blocked in self.blocked:
             if blocked.remedy and blocked not in endpoints and blocked.target not in bench_files and blocked.remedy not in out:
                 out.append(blocked.remedy)
@@ -412,18 +412,24 @@ class _Runner:
         try:
             out, _ = process.communicate(timeout=COMMAND_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            _stop(process)
             out, _ = process.communicate()
             return 124, out.decode(errors="replace") + f"\n(stopped after {COMMAND_TIMEOUT_S:.0f} s)"
+        except BaseException:  # Ctrl-C: its own session does not get the terminal's signal
+            _stop(process)
+            raise
         return process.returncode, out.decode(errors="replace")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    process.wait()
 
 
 def _clip(output: str) -> str:
     text = printable(output.strip(), newlines=True)
     return text if len(text) <= OUTPUT_CHARS else "..." + text[-OUTPUT_CHARS:]
 
-
-def _toml_list(entries: Iterable[str]) -> str:
-    import json
-
-    return "[" + ", ".join(json.dumps(entry) for entry in entries) + "]"

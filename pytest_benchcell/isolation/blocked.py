@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
+from .exec_audit import ProgramFailure
 
-__all__ = ["Mounts", "Blocked", "SandboxView", "readable_entries", "endpoints_offered", "endpoint_in", "describe_record"]
+__all__ = ["Mounts", "Blocked", "SandboxView", "readable_entries", "endpoints_offered", "endpoint_in", "describe_record", "toml_list"]
 
 # bubblewrap's options by how many arguments they take (its manual, 0.4 to 0.11); the mounts are
 # read from these, anything else is skipped with its arguments.
@@ -172,7 +173,7 @@ class SandboxView:
 
     def readable_remedy(self, paths: Iterable[str]) -> str:
         entries = [*self.readable, *(e for e in readable_entries(paths, self.bench_root) if e not in self.readable)]
-        return f"declare [arms.{self.arm}] readable = {_toml_list(entries)}"
+        return f"declare [arms.{self.arm}] readable = {toml_list(entries)}"
 
     # -- endpoints ----------------------------------------------------------------------------
     def endpoint(self, target: str) -> Blocked | None:
@@ -187,30 +188,30 @@ class SandboxView:
         entries = [*self.network, self.offered[endpoint]]
         return Blocked(
             "endpoint", str(endpoint), "the sandbox lets commands reach only the endpoints the arm declares",
-            f"declare [arms.{self.arm}] network = {_toml_list(entries)}",
+            f"declare [arms.{self.arm}] network = {toml_list(entries)}",
         )  # fmt: skip
 
     # -- a failure seen by the execution audit during a trial -----------------------------------
-    def judge(self, failure: object) -> dict[str, object] | None:
-        """The sample's record of one failed call of the arm's program (exec_audit.ProgramFailure),
-        when the sandbox caused it; None for a failure of the program's own or the agent's making (a
-        path the agent's command names: reaching for a hidden file is not the harness's doing)."""
-        access = failure.access  # type: ignore[attr-defined]
+    def judge(self, failure: ProgramFailure) -> dict[str, object] | None:
+        """The sample's record of one failed call of the arm's program, when the sandbox caused it;
+        None for a failure of the program's own or the agent's making (a path the agent's command
+        names: reaching for a hidden file is not the harness's doing)."""
+        access = failure.access
         if access.call == "connect":
             blocked = self.endpoint(access.target)
         else:
             blocked = self.file(access.target)
-            if blocked is not None and _named_in(access.target, failure.command):  # type: ignore[attr-defined]
+            if blocked is not None and _named_in(access.target, failure.command):
                 return None
         if blocked is None:
             return None
         return {
-            "program": failure.binary,  # type: ignore[attr-defined]
+            "program": failure.binary,
             "call": access.call,
             "target": blocked.target,
             "error": access.result,
-            "ended": failure.ended,  # type: ignore[attr-defined]
-            "command": failure.command,  # type: ignore[attr-defined]
+            "ended": failure.ended,
+            "command": failure.command,
             "why": blocked.why,
             "remedy": blocked.remedy,
         }
@@ -295,5 +296,6 @@ def _named_in(path: str, command: str) -> bool:
     return path in command or os.path.realpath(path) in command or (bool(tail) and tail in command)
 
 
-def _toml_list(entries: Sequence[str]) -> str:
+def toml_list(entries: Sequence[str]) -> str:
+    """A TOML array of strings, as bench.toml would hold it."""
     return "[" + ", ".join(json.dumps(entry) for entry in entries) + "]"
