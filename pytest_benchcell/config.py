@@ -118,6 +118,9 @@ class Arm:
     # its curl allow_urls; and files or folders of the bench (absolute) its binaries need to read.
     network: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
+    # The command lines the pre-flight runs in the sandbox for this arm before a sitting (instead of
+    # each binary's probe or `--version`); not part of the conditions: the agent never meets them.
+    preflight: tuple[str, ...] = ()
 
     @property
     def system_prompt_addition(self) -> str:
@@ -572,7 +575,7 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
     arm.only(
         "tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands",
-        "guard_exempt", "arguments", "helpers", "probe", "network", "readable",
+        "guard_exempt", "arguments", "helpers", "probe", "network", "readable", "preflight",
     )  # fmt: skip
     tools = arm.strings("tools", ("Bash",))
     for tool in tools:
@@ -638,7 +641,22 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         probes=_probes(arm, binaries),
         network=_network(arm),
         readable=_readable(file, arm),
+        preflight=_preflight(arm, tools),
     )
+
+
+def _preflight(arm: _Reader, tools: tuple[str, ...]) -> tuple[str, ...]:
+    """preflight = ["tracker list --limit 1"]: command lines that must work in the sandbox as they do
+    outside it (run once before a sitting, with the trial's environment)."""
+    commands = arm.strings("preflight")
+    if commands and "Bash" not in tools:
+        arm.fail("preflight", list(commands), 'pre-flight commands only with "Bash" in tools (this arm has no shell)')
+    for command in commands:
+        try:
+            shlex.split(command)
+        except ValueError as exc:
+            arm.fail("preflight", command, f"shell command lines (this one does not parse: {exc})")
+    return commands
 
 
 def _network(arm: _Reader) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from . import isolation
 from .config import Arm, Bench, BenchConfigError, fill_placeholders
 from .environment import Environment, TrialInfo
 from .isolation import exec_audit, sandbox
+from .isolation.blocked import Mounts, SandboxView, endpoints_offered
 from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
 from .isolation.limits import LimitWatch
 from .isolation.tool_offer import mcp_wait
@@ -73,11 +74,20 @@ class Confinement:
     network_held: bool = True  # the network namespace was still there when the run ended
     exec_report: dict[str, Any] | None = None  # what the execution audit saw (the sample's exec_audit)
     limits: LimitWatch | None = None  # the watch on the trial's disk, files and processes
+    view: SandboxView | None = None  # what the sandbox hides and refuses (None: no sandbox)
+    untraced_prefix: Path | None = None  # the shell prefix without the execution audit's strace
+    blocked: list[dict[str, Any]] = field(default_factory=list)  # the sample's sandbox_blocked
 
     @property
     def sandbox_report(self) -> dict[str, Any] | None:
         """The sample's `sandbox` record: the limits, which were reached, the peaks (None without it)."""
         return self.limits.report() if self.limits is not None else None
+
+    @property
+    def prefix(self) -> Path | None:
+        """The shell prefix every Bash command runs through (None: the arm has no Bash)."""
+        value = self.env.get("CLAUDE_CODE_SHELL_PREFIX")
+        return Path(value) if value else None
 
     def findings(self, sample: Mapping[str, Any], harmless: Sequence[str], cli: str) -> list[str]:
         """After the run: what the execution audit found, and whether the sandbox held throughout."""
@@ -95,8 +105,9 @@ class Confinement:
             ran = sum(
                 1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False
             )
-            report = self.audit.report(policy, commands_ran=ran)
+            report = self.audit.report(policy, commands_ran=ran, judge=self.view.judge if self.view else None)
             self.exec_report = report.as_dict()
+            self.blocked = [dict(entry) for entry in report.blocked]
             lines += report.lines()
         return lines
 
@@ -147,16 +158,20 @@ def confine(
             skip=[path for path in plan.never if any(path.startswith(folder + "/") for folder in plan.writable)],
         ).start()  # fmt: skip
     if "Bash" in arm.tools:
-        prefix = sandbox.write_prefix(
-            folder / "shell-prefix",
-            tool,
-            plan,
-            confinement.network,
-            trace=audit.trace_command() if audit else "",
-            shell=audit.shell if audit else "/bin/bash",
-            limits=bench.sandbox_limits,
-        )
+
+        def shell_prefix(path: Path, trace: str) -> Path:
+            return sandbox.write_prefix(
+                path, tool, plan, confinement.network, trace=trace, shell=audit.shell if audit else "/bin/bash",
+                limits=bench.sandbox_limits,
+            )
+
+        prefix = shell_prefix(folder / "shell-prefix", audit.trace_command() if audit else "")
         env["CLAUDE_CODE_SHELL_PREFIX"] = str(prefix)
+        # The same without the audit's strace, which costs a few ms per process started in the sandbox:
+        # the pre-flight's first pass only asks whether the programs work (preflight.py).
+        confinement.untraced_prefix = shell_prefix(folder / "shell-prefix-untraced", "") if audit else prefix
+        if plan is not None:
+            confinement.view = _view(bench, arm, environment, values, confinement, Mounts.from_prefix(prefix.read_text(), tool.bwrap))
     confinement.cli_path = cli_wrapper(folder / "claude-launcher", cli, removed_variables(os.environ, declared=env))
     return confinement
 
@@ -187,6 +202,33 @@ def _harness_package() -> str:
     return str(Path(__file__).resolve().parent)
 
 
+def _never_shown(bench: Bench) -> list[str]:
+    """bench.toml, conftest.py and the store: the answers, hidden even inside what an arm may read."""
+    root = os.path.realpath(bench.root)
+    return [os.path.realpath(bench.path), os.path.join(root, "conftest.py"), str(bench.store)]
+
+
+def _view(
+    bench: Bench, arm: Arm, environment: Environment, values: Mapping[str, str], confinement: Confinement, mounts: Mounts
+) -> SandboxView:
+    """What the trial's sandbox hides and refuses, to judge the failures of the arm's own programs."""
+    root = os.path.realpath(bench.root)
+    return SandboxView(
+        arm=arm.name,
+        mounts=mounts,
+        bench_root=root,
+        never=tuple(_never_shown(bench)),
+        harness=_harness_package(),
+        trial_folder=os.path.realpath(confinement.folder),
+        environment_hidden=tuple(os.path.realpath(str(path)) for path in getattr(environment, "hidden", ())),
+        readable=tuple(os.path.relpath(path, root) if path.startswith(root + "/") else path for path in arm.readable),
+        network=arm.network,
+        declared=frozenset(confinement.endpoints),
+        offered=endpoints_offered(arm.env, confinement.env, values),
+        credentials=tuple(os.path.realpath(path) for path in sandbox.home_credentials()),
+    )
+
+
 def _plan(
     bench: Bench, arm: Arm, info: TrialInfo, environment: Environment, folder: Path, env: Mapping[str, str]
 ) -> sandbox.SandboxPlan:
@@ -195,7 +237,7 @@ def _plan(
     snapshots.mkdir(parents=True, exist_ok=True)  # the CLI writes it; it must exist to be mounted
     declared_hidden = [os.path.realpath(str(path)) for path in getattr(environment, "hidden", ())]
     root = os.path.realpath(bench.root)
-    never = [os.path.realpath(bench.path), os.path.join(root, "conftest.py"), str(bench.store), *declared_hidden]
+    never = [*_never_shown(bench), *declared_hidden]
     hidden = [
         root,
         str(bench.store),

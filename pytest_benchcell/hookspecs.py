@@ -25,7 +25,8 @@ hookspec = pluggy.HookspecMarker("pytest")
 def pytest_benchcell_provision(trial: TrialInfo) -> Environment | None:
     """Set up and seed a fresh environment for one trial, and return it.
 
-    Called before the agent starts. Raise to record the trial as a harness `error` (never as an
+    Called before the agent starts, and once per arm with a shell before a sitting, with trial number
+    0, by the pre-flight (preflight.py). Raise to record the trial as a harness `error` (never as an
     agent failure). Whatever is created here is released in `pytest_benchcell_teardown`, which runs even
     when this hook raises half-way, when the agent fails, and on Ctrl-C.
 

@@ -38,6 +38,7 @@ STATUS_PROPERTY = "benchcell_status"
 PROGRESS_PROPERTY = "benchcell_progress"
 COST_PROPERTY = "benchcell_cost"
 REASON_PROPERTY = "benchcell_reason"
+BLOCKED_PROPERTY = "benchcell_sandbox_blocked"
 WORKER_PLAN_KEY = "benchcell_plan"
 # pytest-timeout's limit for a trial item, on top of its readiness bound and wall-clock backstop:
 # provisioning, the CLI's start, scoring and teardown. A global --timeout never cuts a trial short.
@@ -341,6 +342,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     store.expect_root()
     definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
+    preflight_notes: list[str] = []  # the pre-flight's summary lines (run here only for an xdist controller)
     try:
         if worker_plan is not None:
             # xdist worker: the controller decided the numbers once for every worker, because the
@@ -361,7 +363,13 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
                 # trials that will run (SittingPlugin.pytest_collection_finish); --collect-only never does.
                 numbers = {cell: store.preview_trials(Cell(model_kind, *cell), wanted[cell]) for cell in cells}
             else:
-                # xdist workers collect with the controller's numbers, so it reserves them before they start.
+                # xdist workers collect with the controller's numbers, so it reserves them before they
+                # start, and the pre-flight runs before that (workers on this machine need no other).
+                arms_to_check = {}
+                for cell in cells:
+                    if wanted[cell]:
+                        arms_to_check.setdefault(cell[0], cell[1])
+                preflight_notes = _preflight(config, bench, arms_to_check, model_kind)
                 numbers = {
                     cell: store.reserve_trials(Cell(model_kind, *cell), wanted[cell], sitting=sitting_id)
                     for cell in cells
@@ -389,6 +397,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         for arm in arms for task in tasks if not bench.tasks[task].applies_to(arm)
     ]  # fmt: skip
     state.extra["definitions"] = definitions
+    state.extra["notes"] = preflight_notes
     state.extra["planned"] = len(state.trials)  # before deselection: 0 means a fill found nothing to do
     if option.bench_fill == FILL_DECIDE:
         if worker_plan is None:  # workers run the controller's numbers; the plan's reasons live there
@@ -417,6 +426,20 @@ def _decide(option: Any, bench: Bench, store: Store, model_kind: str, arms: list
         )
     return plan_sitting(store, bench, model_kind=model_kind, arms=arms, cells=cells, definitions=definitions,
                         trials=option.bench_trials, budget=option.bench_budget)  # fmt: skip
+
+
+def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_kind: str) -> list[str]:
+    """The pre-flight (preflight.py) before any number is reserved: refuses a sitting whose arm's
+    programs work outside the sandbox and fail inside it; else the lines for the sitting's summary."""
+    if not arms:
+        return []
+    from .agent import bundled_cli
+    from .preflight import run_preflight
+
+    found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
+    if found.broken:
+        raise pytest.UsageError(found.refusal(bench))
+    return [line for line in (found.summary(), *found.notes) if line]
 
 
 def _xdist_controller(config: pytest.Config) -> bool:
@@ -795,6 +818,12 @@ class TrialItem(pytest.Item):
             progress += f", {len(sample['sandbox']['reached'])} sandbox limit(s) reached"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
+        if sample.get("sandbox_blocked"):
+            from .isolation.blocked import describe_record
+            from .leftovers import printable
+
+            lines = [printable(describe_record(entry)) for entry in sample["sandbox_blocked"]]
+            self.user_properties.append((BLOCKED_PROPERTY, lines))
         worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
         if worker is not None:  # an xdist worker: the sample travels to the controller's store
             worker.record(self.nodeid, sample)
@@ -862,6 +891,14 @@ class SittingPlugin:
             return
         state.extra["reserve_selected"] = False
         selected = [item for item in session.items if isinstance(item, TrialItem)]
+        arms: dict[str, str] = {}
+        for item in selected:
+            arms.setdefault(item.planned.arm, item.planned.task)
+        try:
+            state.extra["notes"] += _preflight(self.config, state.bench, arms, state.model_kind)
+        except pytest.UsageError:
+            state.extra["refused"] = True  # nothing ran: no sitting summary under the refusal
+            raise
         try:
             reserved = reserve_selected(
                 state.store, state.model_kind, [item.planned for item in selected], state.sitting_id
@@ -909,7 +946,7 @@ class SittingPlugin:
             self.invalid.append(f"INVALID {report.nodeid} - {printable(str(properties.get(REASON_PROPERTY, '')))}")
         tally = self.state.tallies.get(tuple(cell))
         if tally is not None:
-            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0))
+            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0), properties.get(BLOCKED_PROPERTY) or ())
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
             name = report.nodeid.rsplit("::", 1)[-1]
@@ -920,7 +957,7 @@ class SittingPlugin:
         from .sitting import summary_lines
         from .store import Cell
 
-        if hasattr(config, "workerinput"):
+        if hasattr(config, "workerinput") or self.state.extra.get("refused"):
             return
         state = self.state
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]

@@ -108,10 +108,15 @@ class CellTally:
     scored_after: int | None = None
     stale_scoring: int = 0  # scored under the current conditions but an older scoring: --bench-rescore
     duplicates: list[str] = field(default_factory=list)  # sample ids stored more than once (counted once)
+    blocked: int = 0  # trials in which the sandbox kept the arm's own program from what it needs
+    blocked_lines: list[str] = field(default_factory=list)  # what it kept, each line once
 
-    def count(self, status: str, outcome: str | None, cost: float = 0.0) -> None:
+    def count(self, status: str, outcome: str | None, cost: float = 0.0, blocked: Sequence[str] = ()) -> None:
         self.recorded += 1
         self.spent += cost
+        if blocked:
+            self.blocked += 1
+            self.blocked_lines += [line for line in blocked if line not in self.blocked_lines]
         if status == STATUS_SCORED:
             if outcome == "pass":
                 self.passed += 1
@@ -153,6 +158,12 @@ def summary_lines(
         else:
             status = f"below the reporting floor of {floor}: {floor - after} more to deepen this cell"
         lines.append(f"    scored samples of the current definition: {tally.scored_before} -> {after} ({status})")
+        if tally.blocked:
+            trials = "1 trial" if tally.blocked == 1 else f"{tally.blocked} trials"
+            lines.append(
+                f"    sandbox: in {trials} it kept the arm's own program from what it needs (never scored against the arm):"
+            )
+            lines += [f"        {line}" for line in tally.blocked_lines[:3]]
         if tally.stale_scoring:
             lines.append(
                 f"    {tally.stale_scoring} more scored under an older scoring definition (facts, changes or "

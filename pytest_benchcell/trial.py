@@ -13,11 +13,12 @@ the harness itself as `error: internal: <exception type>: ...` (re-raised so its
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,12 +163,7 @@ def run_trial(
     recorder = transcript.Recorder()  # the trial's, so an interrupted agent run still leaves its events
     try:
         workdir, info = _trial_folders(spec)
-        environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
-        if not isinstance(environment, Environment):
-            raise HarnessError(
-                f"pytest_benchcell_provision returned {type(environment).__name__}; allowed: "
-                f"pytest_benchcell.Environment(values=..., data=..., secrets=...) or None"
-            )
+        environment = _provision(hooks, info)
         _run_and_score(spec, hooks, info, environment, workdir, sample, agent_runner, recorder)
     except TaskUnusable as exc:
         task_unusable = str(exc)
@@ -233,20 +229,67 @@ def _tear_down(
 
 
 def _trial_folders(spec: TrialSpec) -> tuple[Path, TrialInfo]:
+    return trial_folders(spec.bench, spec.arm, spec.task, spec.trial, spec.model_kind)
+
+
+def trial_folders(bench: Bench, arm: str, task: str, trial: int, model_kind: str) -> tuple[Path, TrialInfo]:
     """A fresh folder per trial: the environment's workdir and the agent's empty cwd inside it."""
-    workdir = Path(tempfile.mkdtemp(prefix=f"benchcell-{spec.arm}-{spec.task}-t{spec.trial}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"benchcell-{arm}-{task}-t{trial}-"))
     info = TrialInfo(
-        arm=spec.arm,
-        task=spec.task,
-        tier=spec.bench.tasks[spec.task].tier,
-        trial=spec.trial,
-        model_kind=spec.model_kind,
+        arm=arm,
+        task=task,
+        tier=bench.tasks[task].tier,
+        trial=trial,
+        model_kind=model_kind,
         workdir=workdir / "environment",
         agent_cwd=workdir / "cwd",
     )
     info.workdir.mkdir()
     info.agent_cwd.mkdir()
     return workdir, info
+
+
+def _provision(hooks: Any, info: TrialInfo) -> Environment:
+    environment = _call_hook(hooks.pytest_benchcell_provision, trial=info) or Environment()
+    if not isinstance(environment, Environment):
+        raise HarnessError(
+            f"pytest_benchcell_provision returned {type(environment).__name__}; allowed: "
+            f"pytest_benchcell.Environment(values=..., data=..., secrets=...) or None"
+        )
+    return environment
+
+
+@contextlib.contextmanager
+def provisioned(
+    bench: Bench, arm: str, task: str, trial: int, model_kind: str, hooks: Any
+) -> Iterator[tuple[TrialInfo, Environment, Path, dict[str, str]]]:
+    """A trial's environment outside a trial (the pre-flight's): its folders, provisioned by the
+    bench's hooks and ready; torn down and removed afterwards, whatever happened. Yields (info,
+    environment, the trial's folder, the placeholder values). The bench's hooks failing (teardown
+    too) raise HarnessError."""
+    workdir, info = trial_folders(bench, arm, task, trial, model_kind)
+    environment: Environment | None = None
+    noted: dict[str, Any] = {"reason": ""}
+    try:
+        environment = _provision(hooks, info)
+        _wait_until_ready(hooks, info, environment, bench.ready_timeout_ms)
+        yield info, environment, workdir, trial_values(bench, info, environment)
+    finally:
+        interrupted = _tear_down(hooks, info, environment, workdir, noted)
+        if interrupted is not None:
+            raise interrupted
+    if noted["reason"]:
+        raise HarnessError(noted["reason"])
+
+
+def trial_values(bench: Bench, info: TrialInfo, environment: Environment) -> dict[str, str]:
+    """The values that fill {placeholders}: the built-ins and the provision hook's."""
+    return {
+        "python": sys.executable,
+        "bench_root": str(bench.root),
+        "cwd": str(info.agent_cwd),
+        **{str(k): str(v) for k, v in environment.values.items()},
+    }
 
 
 def _interruption(exc: BaseException) -> str:
@@ -353,6 +396,7 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "sandbox": sandbox_state(bench, bench.arms[spec.arm]).describe(),
         },
         "exec_audit": None,  # what the execution audit saw, when it ran
+        "sandbox_blocked": [],  # failures of the arm's own programs the sandbox caused (isolation/blocked.py)
     }
 
 
@@ -373,12 +417,7 @@ def _run_and_score(
     recorder: transcript.Recorder | None = None,
 ) -> None:
     bench, arm, task = spec.bench, spec.bench.arms[spec.arm], spec.bench.tasks[spec.task]
-    values = {
-        "python": sys.executable,
-        "bench_root": str(bench.root),
-        "cwd": str(info.agent_cwd),
-        **{str(k): str(v) for k, v in environment.values.items()},
-    }
+    values = trial_values(bench, info, environment)
     where = f"{bench.path}: [arms.{arm.name}] / [tasks.{task.id}]"
     system_prompt = "\n\n".join(
         part
@@ -449,9 +488,30 @@ def _run_and_score(
     sample["exec_audit"] = confined.exec_report
     if confined.sandbox_report is not None:
         sample["sandbox"] = confined.sandbox_report
+    sample["sandbox_blocked"] = confined.blocked
     _score(spec, hooks, info, environment, sample, result, rules, ground_truth, findings)
     if sample.get("sandbox", {}).get("reached"):  # the agent's doing: scored as usual, and said
         sample["reason"] = "; ".join(part for part in (sample["reason"], sandbox_limit_note(sample)) if part)
+    not_against_the_arm(sample)
+
+
+def not_against_the_arm(sample: dict[str, Any]) -> None:
+    """A trial the sandbox broke is never scored against the arm: when one of the arm's own programs
+    failed because the sandbox hid a file it needs or refused an endpoint of the bench's environment
+    (`sandbox_blocked`), a trial that would count as incorrect, confused or hung is an `error`. A pass
+    stays a pass (the block did not cost the arm), and invalid stays invalid."""
+    blocked = sample.get("sandbox_blocked") or []
+    if not blocked or sample["status"] != STATUS_SCORED or sample["outcome"] == OUTCOME_PASS:
+        return
+    from .isolation.blocked import describe_record
+
+    more = f" (+{len(blocked) - 1} more)" if len(blocked) > 1 else ""
+    was = f"{sample['outcome']}: {sample['reason']}" if sample["reason"] else str(sample["outcome"])
+    _mark(
+        sample, STATUS_ERROR, None,
+        f"sandbox: {describe_record(blocked[0])}{more}; the trial would have been {was}, which the harness "
+        f"caused, so it is not scored against the arm",
+    )  # fmt: skip
 
 
 def _in_band_guard(arm: Arm, values: Mapping[str, str], roots: Sequence[str]) -> Callable[[str, Mapping[str, Any]], tuple[bool, str]]:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from benches import BENCH_TOML, CONFTEST, write_bench
 
+from pytest_benchcell.isolation.sandbox import find_sandbox
+
 pytestmark = pytest.mark.e2e
 
 
@@ -57,7 +59,9 @@ def test_a_passing_trial_is_recorded_with_usage_and_tool_calls(pytester: pytest.
     assert provenance["fingerprint"] == provenance["conditions"] and len(provenance["scoring"]) == 16
     definitions = pytester.path / "results" / "definitions" / f"{provenance['conditions']}-{provenance['scoring']}.toml"
     assert 'binaries = [\n    "touch",\n]' in definitions.read_text() or '"touch"' in definitions.read_text()
-    assert (pytester.path / "teardown.log").read_text() == "shell-make-file-t1\n"
+    # Where the sandbox runs, the pre-flight provisioned and tore down an environment first (trial 0).
+    preflight = ["shell-make-file-t0"] if find_sandbox().available else []
+    assert (pytester.path / "teardown.log").read_text().splitlines() == [*preflight, "shell-make-file-t1"]
     result.stdout.fnmatch_lines(
         [
             "*benchcell sitting*",

@@ -25,6 +25,13 @@ CLI's own wrapping (sourcing the snapshot, `eval`, `pwd -P`) uses shell builtins
 program, so nothing needs filtering: the first record of each log is the shell itself, or the
 launcher's programs and then the shell.
 
+What a program could not reach. Where this strace knows them, open, openat and connect are traced
+too (`ACCESS_CALLS`; the log then holds the successful ones as well, since strace filters by result
+for every call or none). `parse_strace` keeps each with the program its process ran at the time,
+and how each process ended; `program_failures` picks the failed ones of the arm's own programs whose
+binary then ended in failure, and a judge (isolation/blocked.py) keeps those the sandbox caused: the
+sample's `sandbox_blocked`. They never make a trial invalid.
+
 What a program is. A record is a program when its file is one of the program's files and it ran
 under one of the program's names (`is_program`). The file: the same real path (symlinks and the
 alternatives system resolved on both sides), the same inode (a hard link), or the same bytes (the
@@ -70,7 +77,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,11 +91,16 @@ __all__ = [
     "ExecPolicy",
     "find_tracer",
     "parse_strace_log",
+    "parse_strace",
+    "Access",
+    "StraceLog",
     "check_records",
     "learned_helpers",
     "is_program",
     "ExecAudit",
     "ExecReport",
+    "ProgramFailure",
+    "program_failures",
 ]
 
 INSTALL_HINT = (
@@ -98,8 +110,13 @@ INSTALL_HINT = (
 # The calls that show programs and their parents. execve/execveat: a program starts; fork, vfork,
 # clone, clone3: a process starts (its parent). Everything else runs untraced under seccomp-bpf.
 TRACED_CALLS = "execve,execveat,fork,vfork,clone,clone3"
+# The calls that show what a program could not reach (a file the sandbox hides, an endpoint it
+# refuses): traced too where this strace knows them. strace filters by status for every call or
+# none, so successful opens are logged as well; stat and access calls are left out (the commonest
+# calls, and a missing module or file is also met as a failing open).
+ACCESS_CALLS = "open,openat,connect"
 MAX_STRING = 65536  # strace's -s: strings (and the number of argv entries) printed before "..."
-STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-e", f"trace={TRACED_CALLS}", "-s", str(MAX_STRING))
+STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-s", str(MAX_STRING))
 CALIBRATION_TIMEOUT_S = 20.0
 LOG_BYTE_LIMIT = 64 * 1024 * 1024  # one command's log; a larger one is refused (what ran is then unknown)
 LOG_COUNT_LIMIT = 10_000  # logs read per trial (one per Bash command: far above any turn cap)
@@ -121,10 +138,14 @@ class Tracer:
     # whether --pidns-translation works here: a fork inside a sandbox's own pid namespace returns
     # the child's pid there; strace then adds the pid the log uses, which ties the child to its parent
     pidns_translation: bool = False
+    accesses: bool = False  # whether ACCESS_CALLS are traced too (what programs could not open or reach)
 
     def options(self) -> tuple[str, ...]:
+        calls = f"{TRACED_CALLS},{ACCESS_CALLS}" if self.accesses else TRACED_CALLS
         return (
             *STRACE_OPTIONS,
+            "-e",
+            f"trace={calls}",
             *(("--seccomp-bpf",) if self.seccomp_bpf else ()),
             *(("--pidns-translation",) if self.pidns_translation else ()),
         )
@@ -147,9 +168,10 @@ def find_tracer() -> Tracer:
     version = _strace_version(program)
     for seccomp in (True, False):
         for pidns in (True, False):
-            tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns)
-            if _trace_works(tracer):
-                return tracer
+            for accesses in (True, False):
+                tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns, accesses=accesses)
+                if _trace_works(tracer):
+                    return tracer
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
 
 
@@ -220,16 +242,56 @@ class ExecRecord:
     log: str = ""  # the log it came from
 
 
+@dataclass(frozen=True)
+class Access:
+    """One open, connect or failed exec of a traced process: what it tried to reach, and how it went."""
+
+    pid: int
+    call: str  # open, openat, connect, execve, execveat
+    target: str  # a path as given; for connect HOST:PORT, [ADDRESS]:PORT or unix:PATH
+    result: str  # "ok", or the error's name (ENOENT, ECONNREFUSED, EINPROGRESS...)
+    record: int | None  # the record of the program the process ran at the call (None: before any)
+
+    @property
+    def failed(self) -> bool:
+        return self.result != "ok"
+
+
+@dataclass(frozen=True)
+class StraceLog:
+    """Everything one command's log holds: the programs, what they opened and reached, how they ended."""
+
+    records: list[ExecRecord]
+    accesses: list[Access]
+    exits: dict[int, str]  # pid -> "exited with N" / "killed by SIGNAL", as strace said it
+
+    def failed_exit(self, pid: int) -> str | None:
+        """How a process ended when that was a failure ("exited with 2", "killed by SIGKILL"), else None."""
+        ended = self.exits.get(pid)
+        return None if ended is None or ended == "exited with 0" else ended
+
+
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
-_CALL = re.compile(r"^(execve|execveat|fork|vfork|clone|clone3)\(")
+_CALL = re.compile(r"^(execve|execveat|fork|vfork|clone|clone3|open|openat|connect)\(")
 _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>")
-_RESULT = re.compile(r"\)\s+=\s+(-?\d+)(?:\s|$)")
+# The end of a completed call: `) = 3`, `) = -1 ENOENT (No such file or directory)`, `) = ?`
+_RESULT = re.compile(r"\)\s+=\s+(-?\d+|\?)(?:\s+(E[A-Z0-9]+)(?:\s+\([^()]*\))?)?")
+_EXIT = re.compile(r"^\+\+\+ (exited with \d+|killed by SIG\w+)")
 # --pidns-translation: `= 2 /* 30122 in strace's PID NS */`, the child's pid as the log shows it
 _TRANSLATED = re.compile(r"/\* (\d+) in strace's PID NS \*/")
+_INET = re.compile(r"sa_family=AF_INET, sin_port=htons\((\d+)\), sin_addr=inet_addr\(\"([0-9.]+)\"\)")
+_INET6 = re.compile(r"sa_family=AF_INET6, sin6_port=htons\((\d+)\).*?inet_pton\(AF_INET6, \"([0-9a-fA-F:.]+)\"")
+_UNIX = re.compile(r"sa_family=AF_UNIX, sun_path=(@?)\"")
 
 
 def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
-    """Successful program starts from one `strace -f` log, with each one's place in the tree.
+    """Successful program starts from one `strace -f` log, with each one's place in the tree."""
+    return parse_strace(text, log).records
+
+
+def parse_strace(text: str, log: str = "") -> StraceLog:
+    """One `strace -f` log: the successful program starts with each one's place in the tree, the
+    opens and connects (and failed execs) with the program that made them, and how processes ended.
 
     Lines of different processes interleave; a call interrupted by another process's output is
     printed as `<unfinished ...>` and completed by a `<... NAME resumed>` line, which is joined here.
@@ -238,6 +300,7 @@ def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
     """
     pending: dict[int, str] = {}
     calls: list[tuple[int, str]] = []  # (pid, the whole call text), in order of completion
+    exits: dict[int, str] = {}
     for raw in text.splitlines():
         match = _LINE.match(raw)
         if match is None:
@@ -251,22 +314,34 @@ def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
             rest = pending.pop(pid, f"{resumed.group(1)}(") + rest[resumed.end() :]
         if _CALL.match(rest):
             calls.append((pid, rest))
+            continue
+        ended = _EXIT.match(rest)
+        if ended is not None:
+            exits[pid] = ended.group(1)
 
     # A process cannot exec while its own fork is in progress, so the image a child starts with is
     # its parent's latest image before the fork returned, wherever the child's own lines fall.
     execs: list[tuple[int, int, str, tuple[str, ...], bool]] = []  # (position, pid, path, argv, truncated)
     forks: dict[int, tuple[int, int]] = {}  # child pid -> (parent pid, position of the fork)
+    reached: list[tuple[int, int, str, str, str]] = []  # (position, pid, call, target, result)
     for position, (pid, call) in enumerate(calls):
         name = call.split("(", 1)[0]
-        result = _RESULT.search(call, call.rfind(")")) if ")" in call else None
-        value = int(result.group(1)) if result else -1
+        result = _outcome(call)
+        value = int(result.group(1)) if result and result.group(1) != "?" else -1
         translated = _TRANSLATED.search(call, result.end()) if result else None
         if translated is not None:
             value = int(translated.group(1))
+        failure = (result.group(2) or "failed") if result and value < 0 else "ok"
         if name in ("execve", "execveat"):
-            parsed = _exec_arguments(call, name) if value == 0 else None  # failed: a PATH search
-            if parsed is not None:
+            parsed = _exec_arguments(call, name)
+            if parsed is not None and value == 0:
                 execs.append((position, pid, *parsed))
+            elif parsed is not None and result is not None:  # a failed exec: a PATH search, or a hidden file
+                reached.append((position, pid, name, parsed[0], failure))
+        elif name in ("open", "openat", "connect"):
+            target = _access_target(call, name)
+            if target is not None and result is not None:
+                reached.append((position, pid, name, target, failure))
         elif value > 0:
             forks.setdefault(value, (pid, position))
     by_pid: dict[int, list[tuple[int, int]]] = {}  # pid -> [(position, record index)]
@@ -282,10 +357,52 @@ def parse_strace_log(text: str, log: str = "") -> list[ExecRecord]:
             return None
         return image_at(fork[0], fork[1], depth + 1)
 
-    return [
+    records = [
         ExecRecord(index, pid, path, argv, image_at(pid, position), truncated, log)
         for index, (position, pid, path, argv, truncated) in enumerate(execs)
     ]
+    accesses = [
+        Access(pid, name, target, outcome, image_at(pid, position))
+        for position, pid, name, target, outcome in reached
+    ]
+    return StraceLog(records, accesses, exits)
+
+
+def _outcome(call: str) -> re.Match[str] | None:
+    """The call's result (the last `) = ...` of its line: strings before it may hold one too)."""
+    last = None
+    for last in _RESULT.finditer(call):
+        pass
+    return last
+
+
+def _access_target(call: str, name: str) -> str | None:
+    """The path an open names (absolute, or relative to its folder), or where a connect goes."""
+    at = call.index("(") + 1
+    if name == "connect":
+        inet = _INET.search(call, at)
+        if inet is not None:
+            return f"{inet.group(2)}:{inet.group(1)}"
+        inet6 = _INET6.search(call, at)
+        if inet6 is not None:
+            return f"[{inet6.group(2)}]:{inet6.group(1)}"
+        unix = _UNIX.search(call, at)
+        if unix is not None:
+            path, _ = _Reader(call, unix.end() - 1).string()
+            return None if path is None else f"unix:{unix.group(1)}{path}"
+        return None
+    if name == "openat":
+        comma = call.find(",", at)
+        if comma < 0:
+            return None
+        folder = call[at:comma].strip()
+        at = comma + 1
+    else:
+        folder = "AT_FDCWD"
+    path, _ = _Reader(call, at).string()
+    if path is None or (folder != "AT_FDCWD" and not path.startswith("/")):
+        return None  # relative to an open folder: where it points is not in the log
+    return path
 
 
 def _exec_arguments(call: str, name: str) -> tuple[str, tuple[str, ...], bool] | None:
@@ -430,6 +547,11 @@ class ExecLeak:
 
 def check_records(records: Sequence[ExecRecord], policy: ExecPolicy) -> list[ExecLeak]:
     """Every record the policy does not allow, with its chain ([] = everything that ran was allowed)."""
+    return _check(records, policy)[0]
+
+
+def _check(records: Sequence[ExecRecord], policy: ExecPolicy) -> tuple[list[ExecLeak], dict[int, str]]:
+    """(the leaks, record index -> the name each allowed record was allowed as)."""
     allowed_as: dict[int, str] = {}  # record index -> the binary/utility name it was allowed as
     leaked: set[int] = set()
     leaks: list[ExecLeak] = []
@@ -443,7 +565,7 @@ def check_records(records: Sequence[ExecRecord], policy: ExecPolicy) -> list[Exe
             leaks.append(_leak(record, records, verdict[1:], policy))
         else:
             allowed_as[record.index] = verdict
-    return leaks
+    return leaks, allowed_as
 
 
 def _judge(record: ExecRecord, records: Sequence[ExecRecord], policy: ExecPolicy, allowed_as: dict[int, str]) -> str:
@@ -661,9 +783,13 @@ class ExecAudit:
 
     def records(self) -> list[list[ExecRecord]]:
         """One list of records per Bash command that ran, in the order the commands started."""
+        return [log.records for log in self._read_logs()[0]]
+
+    def logs_read(self) -> list[StraceLog]:
+        """One parsed log per Bash command that ran, in the order the commands started."""
         return self._read_logs()[0]
 
-    def _read_logs(self) -> tuple[list[list[ExecRecord]], dict[str, str]]:
+    def _read_logs(self) -> tuple[list[StraceLog], dict[str, str]]:
         """(records per log, {log name: why it was refused}). The logs sit where the agent's user
         could write, so only regular files with one name are read, never through a link, each up to
         LOG_BYTE_LIMIT (leftovers.read_folder): a FIFO or a huge file planted there cannot hang or
@@ -672,7 +798,7 @@ class ExecAudit:
             self.logs, suffix=".log", limit=LOG_BYTE_LIMIT, count_limit=LOG_COUNT_LIMIT, total_limit=LOG_TOTAL_LIMIT
         )
         names = sorted(read, key=lambda name: (len(name), name))
-        return [parse_strace_log(read[name].decode(errors="replace"), log=name) for name in names], refused
+        return [parse_strace(read[name].decode(errors="replace"), log=name) for name in names], refused
 
     def policy(
         self,
@@ -706,23 +832,87 @@ class ExecAudit:
         cli_paths = frozenset({os.path.realpath(cli)}) if cli else frozenset()
         return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths, learned, self.wrappers)
 
-    def report(self, policy: ExecPolicy, commands_ran: int = 0) -> ExecReport:
+    def report(self, policy: ExecPolicy, commands_ran: int = 0, judge: FailureJudge | None = None) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
-        Bash calls the transcript shows completed; fewer logs than that means records went missing."""
+        Bash calls the transcript shows completed; fewer logs than that means records went missing.
+        `judge` says which failures of the arm's own programs the harness caused (see `program_failures`)."""
         per_command, refused = self._read_logs()
         leaks: list[ExecLeak] = []
         damaged = 0
-        for records in per_command:
-            leaks += check_records(records, policy)
+        blocked: dict[tuple[str, str, str], dict[str, object]] = {}
+        for log in per_command:
+            records = log.records
+            found, allowed_as = _check(records, policy)
+            leaks += found
             # Every log starts with the shell the prefix started (below the launchers, where there are
             # any); one without it was cut or rewritten.
             damaged += not any(
                 _real(record.path) == policy.shell and _under_wrappers_only(_chain(record, records), policy)
                 for record in records
             )
+            for failure in program_failures(log, policy, allowed_as) if judge is not None else ():
+                key = (failure.binary, failure.access.call, failure.access.target)
+                if key not in blocked and len(blocked) < BLOCKED_LIMIT:
+                    verdict = judge(failure)
+                    if verdict is not None:
+                        blocked[key] = verdict
         missing = max(0, commands_ran - len(per_command))
         refusals = tuple(f"{name}: {why}" for name, why in sorted(refused.items()))
-        return ExecReport(len(per_command), sum(len(records) for records in per_command), leaks, missing, damaged, refusals)
+        programs = sum(len(log.records) for log in per_command)
+        return ExecReport(len(per_command), programs, leaks, missing, damaged, refusals, tuple(blocked.values()))
+
+
+BLOCKED_LIMIT = 20  # harness-caused failures kept per trial (each distinct program and target once)
+
+
+@dataclass(frozen=True)
+class ProgramFailure:
+    """One of the arm's own programs could not open or reach something, then ended in failure."""
+
+    binary: str  # the arm's binary it ran as, or below
+    program: str  # the file the process ran when the call failed
+    ended: str  # how the binary's process ended ("exited with 2", "killed by SIGKILL")
+    access: Access
+    command: str  # the agent's Bash command it ran in
+
+
+FailureJudge = Callable[[ProgramFailure], "dict[str, object] | None"]
+
+
+def program_failures(log: StraceLog, policy: ExecPolicy, allowed_as: Mapping[int, str] | None = None) -> list[ProgramFailure]:
+    """The failed opens, connects and execs of the arm's binaries (or of what they started) whose
+    binary then ended in failure: a call that failed on the way to a success (a PATH search, an
+    optional file) is not one."""
+    records = log.records
+    if allowed_as is None:
+        allowed_as = _check(records, policy)[1]
+    failures = []
+    for access in log.accesses:
+        if not access.failed or access.record is None:
+            continue
+        binary_record = next(
+            (record for record in (records[access.record], *_chain(records[access.record], records))
+             if allowed_as.get(record.index) in policy.binaries),
+            None,
+        )  # fmt: skip
+        if binary_record is None:
+            continue
+        ended = log.failed_exit(binary_record.pid)
+        if ended is None:
+            continue
+        failures.append(
+            ProgramFailure(
+                allowed_as[binary_record.index], records[access.record].path, ended, access, _command_of(records[access.record], records, policy)
+            )
+        )
+    return failures
+
+
+def _command_of(record: ExecRecord, records: Sequence[ExecRecord], policy: ExecPolicy) -> str:
+    """The agent's Bash command a record ran in (its shell's command), or ''."""
+    shells = [above for above in (record, *_chain(record, records)) if _real(above.path) not in policy.wrappers]
+    argv = _display_argv(shells[-1].argv) if shells else ()
+    return argv[2] if len(argv) == 3 and argv[1] == "-c" else ""
 
 
 @dataclass(frozen=True)
@@ -733,6 +923,7 @@ class ExecReport:
     missing: int = 0  # Bash commands that completed without a record (a log removed or never written)
     damaged: int = 0  # logs without the record of their own shell (truncated or rewritten)
     refused: tuple[str, ...] = ()  # "name: why" of files in the log folder that were not read (a FIFO, a link...)
+    blocked: tuple[dict[str, object], ...] = ()  # the arm's programs' failures the harness caused (the judge's verdicts)
 
     def lines(self) -> list[str]:
         """One line per finding, for the sample's `leaks`."""

@@ -817,5 +817,12 @@ def _notices(report: Report, context: _Context) -> list[str]:
         )
     if len(report.store.stores) > 1:
         notes.append(f"Read {len(report.store.stores)} stores as one, each sample id once: {', '.join(report.store.stores)}.")
+    for cell in [*report.cells, *report.bonus.cells]:
+        broken = [failure for failure in cell.failures if failure.sandbox_blocked]
+        if broken:
+            notes.append(
+                f"{cell.arm} \u00d7 {cell.task}: the sandbox kept the arm's own program from what it needs in "
+                f"{plural(len(broken), 'listed trial')}, never scored against the arm: {broken[0].sandbox_blocked[0]}."
+            )
     return notes
 

@@ -152,6 +152,8 @@ class FailedTrial:
     transcript: str | None  # the transcript's path relative to `store`, as the sample names it; None: none named
     transcript_status: str  # one of TRANSCRIPT_STATUSES
     store: str  # the store folder that holds the sample (and its transcript)
+    # what the sandbox kept from the arm's own programs (the sample's sandbox_blocked, one line each)
+    sandbox_blocked: list[str] = field(default_factory=list)
 
 
 # Where a failed trial's transcript stands (FailedTrial.transcript_status).

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import statistics as stats
+from ..isolation.blocked import describe_record
 from .. import transcript as transcripts
 from ..sample import (
     OUTCOME_CONFUSED,
@@ -189,10 +190,13 @@ def _failed_trials(failures: Sequence[_Failure]) -> list[FailedTrial]:
             if len(reason) > REASON_CHARS:
                 reason = f"{reason[:REASON_CHARS]}... ({len(reason) - REASON_CHARS:,} more characters in the store)"
         transcript, status = _transcript(sample, root)
+        blocked = sample.get("sandbox_blocked") if sample is not None else None
         out.append(
             FailedTrial(
                 id=sample_id, trial=trial or None, started_at=started, verdict=verdict, reason=reason,
                 transcript=transcript, transcript_status=status, store=str(root) if root is not None else "",
+                sandbox_blocked=[describe_record(entry) for entry in blocked if isinstance(entry, dict)]
+                if isinstance(blocked, list) else [],
             )  # fmt: skip
         )
     return out

@@ -615,6 +615,15 @@ def _failure_blocks(report: Report, *, detail: bool) -> list[Block]:
             trial = DASH if failure.trial is None else f"#{failure.trial}"
             rows.append([trial, failure.verdict, failure.reason or DASH, where])
         blocks.append(Table(["trial", "verdict", "reason", "transcript"], rows, left=4, links=links, wrap=(2,)))
+        blocked = list(dict.fromkeys(line for failure in cell.failures for line in failure.sandbox_blocked))
+        if blocked:
+            broken = sum(1 for failure in cell.failures if failure.sandbox_blocked)
+            blocks.append(
+                Text(
+                    f"In {plural(broken, 'of these trials', 'of these trials')} the sandbox kept the arm's own program "
+                    f"from what it needs (never scored against the arm): {'; '.join(blocked[:3])}."
+                )
+            )
         if cell.failures_left_out:
             blocks.append(
                 Text(f"Listed: the newest {len(cell.failures)}; {cell.failures_left_out} older ones are in the viewer.")

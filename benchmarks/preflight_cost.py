@@ -1,0 +1,106 @@
+"""What does the pre-flight add to a sitting? Target: under 1 s for the example bench's four arms.
+
+    .venv/bin/python benchmarks/preflight_cost.py [--runs 5]
+
+Runs the pre-flight (pytest_benchcell/preflight.py) exactly as a sitting of the example bench does
+(`pytest --bench-arm all --bench-task close-export --bench-scripted`): for each arm with a Bash
+tool, the bench's own hooks provision and ready its tracker service, the arm is confined as a trial
+is (PATH folder, shell prefix, sandbox, network namespace), its programs run in one command through
+the prefix, then the service is torn down. The mcp arm has no shell: nothing runs for it. Prints the
+median over the runs, the spread, and where one run's time goes (provision + ready, confinement,
+the commands in the sandbox, teardown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_S = 1.0
+sys.path.insert(0, str(ROOT))
+
+from pytest_benchcell import preflight  # noqa: E402
+from pytest_benchcell.agent import bundled_cli  # noqa: E402
+from pytest_benchcell.config import load_bench  # noqa: E402
+from pytest_benchcell.isolation.sandbox import find_sandbox  # noqa: E402
+
+
+def example_hooks() -> SimpleNamespace:
+    spec = importlib.util.spec_from_file_location("example_bench_conftest", ROOT / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return SimpleNamespace(
+        pytest_benchcell_provision=module.pytest_benchcell_provision,
+        pytest_benchcell_ready=module.pytest_benchcell_ready,
+        pytest_benchcell_teardown=module.pytest_benchcell_teardown,
+    )
+
+
+class Phases:
+    """Wall time per phase of one run, by wrapping the functions the pre-flight calls."""
+
+    def __init__(self, hooks: SimpleNamespace) -> None:
+        self.seconds: dict[str, float] = {}
+        for name, phase in (("pytest_benchcell_provision", "provision + ready"), ("pytest_benchcell_ready", "provision + ready"),
+                            ("pytest_benchcell_teardown", "teardown")):  # fmt: skip
+            setattr(hooks, name, self.timed(phase, getattr(hooks, name)))
+        preflight.confine = self.timed("confinement", preflight.confine)
+        preflight._Runner.inside_all = self.timed("commands in the sandbox", preflight._Runner.inside_all)
+
+    def timed(self, phase: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - started
+
+        return wrapper
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    tool = find_sandbox()
+    if not tool.available:
+        print(f"the sandbox cannot run here ({tool.reason}): the pre-flight has nothing to run")
+        return 1
+    bench = load_bench(ROOT / "bench.toml")
+    hooks = example_hooks()
+    phases = Phases(hooks)
+    arms = {arm: "close-export" for arm in bench.arms}
+    cli = bundled_cli()
+    preflight.run_preflight(bench, arms, hooks, "scripted", cli=cli)  # warms caches (imports, the tracer check)
+    totals = []
+    breakdown: dict[str, float] = {}
+    for _ in range(args.runs):
+        phases.seconds = {}
+        started = time.perf_counter()
+        found = preflight.run_preflight(bench, arms, hooks, "scripted", cli=cli)
+        totals.append(time.perf_counter() - started)
+        if found.broken or found.notes:
+            print("the example bench did not pass its pre-flight:", found.refusal(bench), *found.notes, sep="\n")
+            return 1
+        breakdown = dict(phases.seconds)
+    median = statistics.median(totals)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.runs} runs")
+    print(f"arms checked: {', '.join(found.arms)} ({found.checks} checks; mcp has no shell)")
+    print(f"pre-flight per sitting: median {median:.2f} s (runs {min(totals):.2f} to {max(totals):.2f} s)")
+    print("where the last run's time went: " + ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in breakdown.items()))
+    verdict = "met" if median < TARGET_S else "missed"
+    print(f"target < {TARGET_S:.0f} s per sitting for four arms: {verdict}")
+    return 0 if median < TARGET_S else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

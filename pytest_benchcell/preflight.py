@@ -1,0 +1,435 @@
+"""The pre-flight: before the first model request, every selected arm's programs run once as a trial
+runs them, so a sitting the sandbox would break is refused instead of scored against the arm.
+
+For each selected arm with a Bash tool and the sandbox, the bench's own hooks provision an
+environment (trial number 0, the arm's first selected task) and wait until it is ready; the arm is
+confined exactly as a trial is (confinement.confine: the curated PATH, the arm's variables, the shell
+prefix with the execution audit's strace, the sandbox and the trial's network namespace); then, in
+one command through that prefix, each check runs:
+
+- each binary: its declared `probe`, else `BINARY --version`, else (when that fails) `BINARY --help`;
+  or, where the arm declares `preflight = [...]`, those command lines instead;
+- each of the arm's variables that names a loopback endpoint the arm does not declare, when a
+  service answers there outside the sandbox: a connection from inside.
+
+A check that fails inside is run outside the sandbox, with the same variables and folder. One that
+works outside and fails inside is what the sandbox broke: the sitting is refused (exit 4), with one
+message per check naming what the program could not reach and the declaration that gives it back
+(isolation/blocked.py): the execution audit's trace of the run inside (failed opens, execs and
+connects) and a trace of the run outside (what the program opened and reached there). Where the
+audit is off, the message says what failed and what it printed. A check that fails outside as well
+says nothing about the sandbox and is only noted. Then the environment is torn down.
+
+Knows nothing of pytest: plugin.py calls `run_preflight` and turns its refusal into a UsageError.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import Arm, Bench, BenchConfigError, fill_placeholders
+from .confinement import Confinement, ConfinementError, confine, sandbox_state
+from .isolation import exec_audit
+from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
+from .isolation.hygiene import removed_variables
+from .leftovers import printable
+
+__all__ = ["Check", "Broken", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
+
+PREFLIGHT_TRIAL = 0  # the trial number the pre-flight's environment is provisioned with
+COMMAND_TIMEOUT_S = 60.0  # one run of an arm's checks (inside) or of one command (outside)
+CONNECT_TIMEOUT_S = 2.0
+OUTPUT_LINES = 6  # lines of a failing program's output quoted in its message
+OUTPUT_CHARS = 800
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the pre-flight runs for one program or endpoint: alternatives, the first that works wins."""
+
+    label: str  # what the message names: "tracker", "the preflight command ...", "$SERVICE_URL"
+    commands: tuple[str, ...]
+    endpoint: str = ""  # for a variable's endpoint: HOST:PORT
+    template: str = ""  # ... and how the arm would declare it ("http://127.0.0.1:{port}/")
+
+
+@dataclass
+class Broken:
+    """A check that works outside the sandbox and fails inside it."""
+
+    arm: str
+    check: Check
+    command: str  # the alternative that works outside
+    inside: int  # exit status inside
+    outside: int  # exit status outside
+    output: str  # what it printed inside
+    blocked: list[Blocked] = field(default_factory=list)  # what the traces show the sandbox kept from it
+    traced: bool = True  # whether the execution audit traced it (else only the output tells)
+    view: SandboxView | None = None
+
+    def message(self) -> str:
+        if self.check.endpoint:
+            return (
+                f"arm {self.arm}: {self.check.label} ({self.check.endpoint}) is a service that answers outside the "
+                f"sandbox, but inside it the connection is refused: declare [arms.{self.arm}] network = "
+                f"{toml_list(self._network_entries())}"
+            )
+        lines = [
+            f"arm {self.arm}: `{self.command}` works outside the sandbox (exit {self.outside}) and fails inside it "
+            f"(exit {self.inside})"
+        ]
+        if not self.traced:
+            lines.append(
+                "    the execution audit is off here, so what it could not reach is not traced: declare the files of the "
+                f"bench it reads in [arms.{self.arm}] readable = [...], the endpoints it connects to in network = [...]"
+            )
+        elif not self.blocked:
+            lines.append("    the traces show no hidden file and no refused endpoint it needed")
+        lines += [f"    {line}" for line in self._what_it_could_not_reach()]
+        for remedy in self.remedies():
+            lines.append(f"    -> {remedy}")
+        if self.output.strip():
+            lines.append("    it said: " + "\n        ".join(self.output.strip().splitlines()[-OUTPUT_LINES:]))
+        return "\n".join(lines)
+
+    def _what_it_could_not_reach(self) -> list[str]:
+        """One line per file or endpoint; files of one entry to declare (a package's modules) in one line."""
+        groups: dict[str, list[Blocked]] = {}
+        for blocked in self.blocked:
+            entry = blocked.target
+            if self.view is not None and blocked.kind == "file" and "readable" in blocked.remedy:
+                entry = os.path.join(self.view.bench_root, readable_entries([blocked.target], self.view.bench_root)[0])
+            groups.setdefault(entry, []).append(blocked)
+        lines = []
+        for entry, members in groups.items():
+            if len(members) == 1:
+                lines.append(_without_remedy(members[0]))
+                continue
+            names = [os.path.relpath(member.target, entry) for member in members]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            lines.append(f"could not open {len(members)} files in {entry} ({members[0].why}): {shown}")
+        return lines
+
+    def remedies(self) -> list[str]:
+        """One line per declaration: every hidden file of the bench in one `readable`, and so on."""
+        view = self.view
+        bench_files = [b.target for b in self.blocked if b.kind == "file" and b.remedy.startswith(f"declare [arms.{self.arm}] readable")]
+        endpoints = [b for b in self.blocked if b.kind == "endpoint" and b.remedy]
+        out: list[str] = []
+        if bench_files and view is not None:
+            out.append(view.readable_remedy(bench_files))
+        if endpoints and view is not None:
+            offered = [view.offered.get(endpoint_in(b.target), b.target) for b in endpoints]  # type: ignore[arg-type]
+            out.append(f"declare [arms.{self.arm}] network = {toml_list(list(dict.fromkeys([*view.network, *offered])))}")
+        for blocked in self.blocked:
+            if blocked.remedy and blocked not in endpoints and blocked.target not in bench_files and blocked.remedy not in out:
+                out.append(blocked.remedy)
+        return out
+
+    def _network_entries(self) -> list[str]:
+        view = self.view
+        declared = list(view.network) if view is not None else []
+        return list(dict.fromkeys([*declared, self.check.template]))
+
+
+def _without_remedy(blocked: Blocked) -> str:
+    what = f"could not open {blocked.target}" if blocked.kind == "file" else f"could not connect to {blocked.target}"
+    return f"{what} ({blocked.why})"
+
+
+@dataclass
+class Preflight:
+    """What the pre-flight found for a sitting."""
+
+    broken: list[Broken] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # checks it could not judge, arms it could not set up
+    arms: list[str] = field(default_factory=list)  # the arms whose programs ran
+    checks: int = 0
+    seconds: float = 0.0
+
+    def refusal(self, bench: Bench) -> str:
+        """The UsageError's text: one message per broken check."""
+        count = len(self.broken)
+        verb = "s" if count == 1 else ""
+        head = (
+            f"benchcell pre-flight: {_plural(count, 'check')} of the selected arms work{verb} outside the sandbox and "
+            f"fail{verb} inside it, so every trial would measure the sandbox, not the arm (nothing was reserved, no "
+            f"model request was made); declare what the arms need in {bench.path}:"
+        )
+        return "\n".join([head, *(broken.message() for broken in self.broken)])
+
+    def summary(self) -> str:
+        if not self.arms:
+            return ""
+        return (
+            f"pre-flight: {_plural(self.checks, 'check')} of {_plural(len(self.arms), 'arm')} ran in the sandbox "
+            f"as in a trial and work there ({self.seconds:.2f} s)"
+        )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def checks_for_binaries(arm: Arm) -> list[Check]:
+    """The checks of an arm's programs: its declared preflight commands, else per binary its probe,
+    else `--version` then `--help`."""
+    if arm.preflight:
+        return [Check(f"the preflight command `{command}`", (command,)) for command in arm.preflight]
+    checks = []
+    for binary in arm.binaries:
+        probe = arm.probes.get(binary)
+        commands = (probe,) if probe else (f"{shlex.quote(binary)} --help", f"{shlex.quote(binary)} --version")
+        checks.append(Check(binary, commands))
+    return checks
+
+
+def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind: str, *, cli: str) -> Preflight:
+    """Run the pre-flight for `arms` (arm -> the task its environment is provisioned for)."""
+    from .trial import HarnessError, provisioned
+
+    started = time.monotonic()
+    found = Preflight()
+    for name, task in arms.items():
+        arm = bench.arms[name]
+        if "Bash" not in arm.tools or not sandbox_state(bench, arm).available:
+            continue
+        if not checks_for_binaries(arm) and not arm.env:
+            continue
+        try:
+            with provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks) as (info, environment, folder, values):
+                _check_arm(bench, arm, task, info, environment, folder, values, cli, found)
+        except (HarnessError, ConfinementError, BenchConfigError) as exc:
+            found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
+    found.seconds = time.monotonic() - started
+    return found
+
+
+def _check_arm(
+    bench: Bench, arm: Arm, task: str, info: Any, environment: Any, folder: Path, values: Mapping[str, str], cli: str,
+    found: Preflight,
+) -> None:  # fmt: skip
+    where = f"{bench.path}: [arms.{arm.name}] preflight"
+    confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False)
+    try:
+        checks = [
+            Check(check.label, tuple(fill_placeholders(command, values, where=where) for command in check.commands))
+            for check in checks_for_binaries(arm)
+        ]
+        checks += _endpoint_checks(arm, confined)
+        if not checks or confined.prefix is None:
+            return
+        found.arms.append(arm.name)
+        found.checks += len(checks)
+        runner = _Runner(confined, info.agent_cwd)
+        inside = runner.inside_all(checks)
+        for check, (command, status, _) in zip(checks, inside):
+            if status == 0:
+                continue
+            broken = _judge(arm, check, runner, confined)
+            if broken is None:
+                tried = " and ".join(f"`{c}`" for c in check.commands)
+                found.notes.append(
+                    f"pre-flight: arm {arm.name}: {tried} fail outside the sandbox too, so the pre-flight cannot tell "
+                    f"whether the sandbox breaks {check.label}; declare a command that works in [arms.{arm.name}] preflight"
+                )
+            else:
+                found.broken.append(broken)
+    finally:
+        confined.close()
+
+
+def _endpoint_checks(arm: Arm, confined: Confinement) -> list[Check]:
+    """A connection check per variable of the arm naming a loopback endpoint that the arm does not
+    declare and that answers outside the sandbox (the bench's service, reached through $VAR)."""
+    checks = []
+    declared = set(confined.endpoints)
+    for name, template in arm.env.items():
+        endpoint = endpoint_in(confined.env.get(name, ""))
+        if endpoint is None or endpoint in declared or not _answers(endpoint.host, endpoint.port):
+            continue
+        command = f"exec 3<>/dev/tcp/{endpoint.host}/{endpoint.port}"
+        checks.append(Check(f"${name}", (command,), endpoint=str(endpoint), template=template))
+    return checks
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Broken | None:
+    """Run a check that failed inside outside the sandbox; when one of its commands works there, it
+    is broken: run that one inside again, alone, and read both traces for what the sandbox kept."""
+    tracer = confined.audit.tracer if confined.audit is not None else None
+    for command in check.commands:
+        if check.endpoint:
+            endpoint = endpoint_in(check.endpoint)
+            works = endpoint is not None and _answers(endpoint.host, endpoint.port)
+            outside = (0 if works else 1, "", None)
+        else:
+            outside = runner.outside(command, tracer)
+        if outside[0] != 0:
+            continue
+        status, output, inside_log = runner.inside_one(command)
+        if status == 0:
+            return None  # it works now: a flaky program, not the sandbox
+        broken = Broken(arm.name, check, command, status, outside[0], output, traced=tracer is not None, view=confined.view)
+        if confined.view is not None and tracer is not None:
+            broken.blocked = _what_was_kept(confined.view, inside_log, outside[2])
+        return broken
+    return None
+
+
+def _what_was_kept(view: SandboxView, inside: exec_audit.StraceLog | None, outside: exec_audit.StraceLog | None) -> list[Blocked]:
+    """The files and endpoints the sandbox kept from a program: failed inside on what exists outside
+    and is hidden, or opened and reached outside where the sandbox hides or refuses it."""
+    found: dict[str, Blocked] = {}
+    reached_outside = {a.target for a in outside.accesses if a.call == "connect" and not a.failed} if outside else set()
+    for access in inside.accesses if inside else ():
+        if not access.failed:
+            continue
+        if access.call == "connect":
+            blocked = view.endpoint(access.target)
+            if blocked is None and access.target in reached_outside:
+                blocked = Blocked("endpoint", access.target, "the sandbox lets commands reach only the endpoints the arm declares", "")
+        else:
+            blocked = view.file(access.target)
+        if blocked is not None:
+            found.setdefault(blocked.target, blocked)
+    if outside is not None:
+        paths = [record.path for record in outside.records] + [
+            a.target for a in outside.accesses if a.call != "connect" and not a.failed
+        ]
+        files = [blocked for blocked in (view.file(path) for path in dict.fromkeys(paths)) if blocked is not None]
+        for blocked in _deepest(files, view.bench_root):
+            found.setdefault(blocked.target, blocked)
+        for target in reached_outside:
+            blocked = view.endpoint(target)
+            if blocked is not None:
+                found.setdefault(blocked.target, blocked)
+    return list(found.values())
+
+
+def _deepest(files: Sequence[Blocked], bench_root: str) -> list[Blocked]:
+    """Leave out the folders that hold another of the files (a package's folder when its modules are
+    listed) and the bench folder itself (a program lists it on the way to its files)."""
+    reals = {os.path.realpath(b.target) for b in files}
+    kept = []
+    for blocked in files:
+        real = os.path.realpath(blocked.target)
+        if real == os.path.realpath(bench_root):
+            continue
+        if os.path.isdir(real) and any(other != real and other.startswith(real + "/") for other in reals):
+            continue
+        kept.append(blocked)
+    return kept
+
+
+class _Runner:
+    """Runs commands as the trial's Bash tool would: through the confinement's shell prefix (inside)
+    or plain bash (outside), with the variables the CLI would pass on and the agent's folder."""
+
+    def __init__(self, confined: Confinement, cwd: Path) -> None:
+        self.confined = confined
+        self.cwd = cwd
+        inherited = {k: v for k, v in os.environ.items() if k not in set(removed_variables(os.environ, declared=confined.env))}
+        self.env = {**inherited, **confined.env}
+        self.env.pop("CLAUDE_CODE_SHELL_PREFIX", None)  # a command never sees it
+
+    def inside_all(self, checks: Sequence[Check]) -> list[tuple[str, int, str]]:
+        """Every check in one command through the prefix (one sandbox start): per check, the command
+        that decided it, its exit status and its output."""
+        mark = f"@@benchcell-preflight-{secrets.token_hex(8)}"
+        parts = []
+        for index, check in enumerate(checks):
+            parts.append("s=1")
+            for alternative, command in enumerate(check.commands):
+                guard = "" if alternative == 0 else "if [ $s -ne 0 ]; then "
+                end = "" if alternative == 0 else "; fi"
+                parts.append(
+                    f"{guard}( {command}\n) </dev/null 2>&1; s=$?; printf '\\n{mark} {index} {alternative} %d\\n' $s{end}"
+                )
+        # Untraced: whether they work is all this pass asks; a failing one runs again, traced (inside_one).
+        prefix = self.confined.untraced_prefix or self.confined.prefix
+        status, output = self._run([str(prefix), "\n".join(parts)])
+        results: list[tuple[str, int, str]] = [(check.commands[0], 1, "") for check in checks]
+        chunk: list[str] = []
+        for line in output.splitlines():
+            if line.startswith(mark + " "):
+                index, alternative, code = (int(word) for word in line.split()[1:4])
+                results[index] = (checks[index].commands[alternative], code, "\n".join(chunk))
+                chunk = []
+            else:
+                chunk.append(line)
+        if status != 0 and not any(line.startswith(mark) for line in output.splitlines()):
+            tail = printable(output.strip()[-OUTPUT_CHARS:])
+            raise ConfinementError(f"the pre-flight's command did not run in the sandbox (exit {status}): {tail}")
+        return results
+
+    def inside_one(self, command: str) -> tuple[int, str, exec_audit.StraceLog | None]:
+        audit = self.confined.audit
+        before = set(os.listdir(audit.logs)) if audit is not None else set()
+        status, output = self._run([str(self.confined.prefix), f"( {command}\n) </dev/null 2>&1"])
+        log = None
+        if audit is not None:
+            new = sorted(set(os.listdir(audit.logs)) - before)
+            if new:
+                log = exec_audit.parse_strace((audit.logs / new[-1]).read_text(errors="replace"), log=new[-1])
+        return status, _clip(output), log
+
+    def outside(self, command: str, tracer: exec_audit.Tracer | None) -> tuple[int, str, exec_audit.StraceLog | None]:
+        shell = self.confined.audit.shell if self.confined.audit is not None else "/bin/bash"
+        argv = [shell, "-c", f"( {command}\n) </dev/null 2>&1"]
+        if tracer is None:
+            status, output = self._run(argv)
+            return status, _clip(output), None
+        with tempfile.TemporaryDirectory(prefix="benchcell-preflight-") as scratch:
+            log_path = Path(scratch) / "outside.log"
+            status, output = self._run([tracer.program, *tracer.options(), "-o", str(log_path), *argv])
+            text = log_path.read_text(errors="replace") if log_path.exists() else ""
+        return status, _clip(output), exec_audit.parse_strace(text, log="outside")
+
+    def _run(self, argv: Sequence[str]) -> tuple[int, str]:
+        process = subprocess.Popen(
+            list(argv), cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            out, _ = process.communicate(timeout=COMMAND_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+            out, _ = process.communicate()
+            return 124, out.decode(errors="replace") + f"\n(stopped after {COMMAND_TIMEOUT_S:.0f} s)"
+        except BaseException:  # Ctrl-C: its own session does not get the terminal's signal
+            _stop(process)
+            raise
+        return process.returncode, out.decode(errors="replace")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    process.wait()
+
+
+def _clip(output: str) -> str:
+    text = printable(output.strip(), newlines=True)
+    return text if len(text) <= OUTPUT_CHARS else "..." + text[-OUTPUT_CHARS:]
+
