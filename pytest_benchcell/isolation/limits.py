@@ -17,7 +17,7 @@ no tmpfs can size them; the limits are kept in two ways:
   when the trial ends.
 
 The same watch ends a command that can no longer go on by itself: every process of it stopped or
-exited at two looks in a row (`kill -STOP $$`, or a stopped reaper; the seccomp filter already
+exited for 2 s (`kill -STOP $$`, or a stopped reaper; the seccomp filter already
 refuses signals to the reaper, isolation/seccomp.py). Under the execution audit the kernel does not
 protect a pid namespace's first process from its children's signals, and the CLI would otherwise
 wait for the command until the trial's backstop.
@@ -39,6 +39,7 @@ from typing import Any
 __all__ = ["Limits", "LimitWatch", "usage", "command_processes", "frozen_commands", "DEFAULT_LIMITS"]
 
 PROCESS_LOOK_S = 0.2
+FROZEN_LOOKS = 10
 USAGE_LOOK_S = 1.0
 MiB = 1024 * 1024
 
@@ -160,7 +161,7 @@ class LimitWatch:
         self._own_pid_namespace = _namespace("self", "pid")
         self._baseline = usage(self.writable, self.skip)
         self._over: dict[str, float] = {}  # the figure at the last kill, per limit
-        self._frozen: set[str] = set()  # commands frozen at the last look
+        self._frozen: dict[str, int] = {}  # commands frozen at the last look: looks in a row
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="benchcell-limits", daemon=True)
@@ -200,13 +201,15 @@ class LimitWatch:
     def _look_at_processes(self) -> None:
         total, processes = command_processes(self._network, self._own_pid_namespace)
         self._judge("processes", total, self.limits.processes, "processes at once", kill=True)
-        # A command frozen at two looks in a row is ended: nothing inside it can resume it, and the
-        # CLI would wait for it until the trial's backstop.
+        # A command frozen for FROZEN_LOOKS looks in a row (2 s) is ended: nothing inside it can
+        # resume it, and the CLI would wait for it until the trial's backstop. Not sooner: under the
+        # execution audit a process waits in "tracing stop" while a busy machine schedules strace.
         frozen = frozen_commands(processes)
-        for command in frozen & self._frozen:
-            self.frozen_killed += 1
-            _kill([process.pid for process in processes if process.command == command and process.first])
-        self._frozen = frozen - self._frozen
+        self._frozen = {command: self._frozen.get(command, 0) + 1 for command in frozen}
+        for command, looks in self._frozen.items():
+            if looks == FROZEN_LOOKS:
+                self.frozen_killed += 1
+                _kill([process.pid for process in processes if process.command == command and process.first])
 
     def _look_at_usage(self, *, kill: bool) -> None:
         now_bytes, now_entries = usage(self.writable, self.skip)
