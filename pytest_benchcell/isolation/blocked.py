@@ -138,6 +138,9 @@ class SandboxView:
     # how the arm would declare it (the template as written: "{url}", "http://127.0.0.1:{port}/")
     offered: Mapping[sandbox.Endpoint, str] = field(default_factory=dict)
     credentials: tuple[str, ...] = ()
+    # the arm's `path` folders: shown as their declared binaries only, by design (a program that
+    # lists or opens the folder itself meets that design, not a block to declare away)
+    path_folders: tuple[str, ...] = ()
 
     # -- files --------------------------------------------------------------------------------
     def file(self, path: str) -> Blocked | None:
@@ -147,6 +150,8 @@ class SandboxView:
         if not os.path.lexists(path) or not self.mounts.hidden(path):
             return None
         real = os.path.realpath(path)
+        if real in self.path_folders:
+            return None
         why, remedy = self._why_hidden(real)
         return Blocked("file", os.path.normpath(path), why, remedy)
 
