@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES, MIN_API_STALL_MS
 from .names import NAME_RULE, PROGRAM_RULE, case_clashes, name_problem, program_problem
 from .sample import Definition
 
@@ -163,6 +164,10 @@ class Bench:
     # Pairs of arms whose comparison matters (`--bench-fill decide`); () = every pair of arms.
     comparisons: tuple[tuple[str, str], ...] = ()
     smallest_effect: Mapping[str, float] = field(default_factory=dict)  # metric -> smallest effect of interest
+    # The model API's faults (api_faults.py). Neither is part of the conditions: they decide whether
+    # a trial the API ended is recorded as the API's, never how an agent's trial is scored.
+    api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long mid-request: the trial ends, error
+    stop_after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES  # trials in a row the API ended: the sitting stops
 
     def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
         """The declared comparisons among `arms` (default: every arm), or every pair of them."""
@@ -402,7 +407,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
         "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
-        "comparisons", "smallest_effect",
+        "comparisons", "smallest_effect", "api_stall_ms", "stop_after_api_failures",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -474,6 +479,8 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         mcp_timeout_ms=bench.integer("mcp_timeout_ms", DEFAULT_MCP_TIMEOUT_MS, minimum=MIN_MCP_TIMEOUT_MS),
         comparisons=comparisons,
         smallest_effect=smallest_effect,
+        api_stall_ms=bench.integer("api_stall_ms", DEFAULT_API_STALL_MS, minimum=MIN_API_STALL_MS),
+        stop_after_api_failures=bench.integer("stop_after_api_failures", DEFAULT_STOP_AFTER_API_FAILURES),
     )
 
 
