@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .api_faults import CREDENTIAL_FIX, DEFAULT_STOP_AFTER_API_FAILURES, KIND_CREDENTIALS
 from .config import Bench, BenchConfigError, did_you_mean
 from .names import NAME_RULE, name_problem
 from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
@@ -105,13 +106,15 @@ class CellTally:
     invalid: int = 0
     errors: int = 0
     spent: float = 0.0  # cost-equivalent tokens of this sitting's trials
+    usage_unknown: int = 0  # trials whose replies came without usage: their tokens are not in `spent`
     scored_after: int | None = None
     stale_scoring: int = 0  # scored under the current conditions but an older scoring: --bench-rescore
     duplicates: list[str] = field(default_factory=list)  # sample ids stored more than once (counted once)
 
-    def count(self, status: str, outcome: str | None, cost: float = 0.0) -> None:
+    def count(self, status: str, outcome: str | None, cost: float = 0.0, *, unmetered: bool = False) -> None:
         self.recorded += 1
         self.spent += cost
+        self.usage_unknown += unmetered
         if status == STATUS_SCORED:
             if outcome == "pass":
                 self.passed += 1
@@ -163,9 +166,79 @@ def summary_lines(
             lines.append(f"    {len(tally.duplicates)} duplicate sample line(s) counted once: {shown}")
     if spent is not None:
         limit = f" of a budget of {budget:,}" if budget else ""
-        lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}")
+        unknown = sum(tally.usage_unknown for tally in tallies)
+        unmetered = f", not counting {unknown} trial(s) whose replies came without usage" if unknown else ""
+        lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}{unmetered}")
     lines.append(f"store: {store_path}")
     return lines
+
+
+STOP_PREFIX = "benchcell stops the sitting: "
+
+
+def unmetered(sample: Mapping[str, Any]) -> bool:
+    """Replies came, but not their usage (a gateway that drops usage fields): the trial's spend is unknown."""
+    usage = sample.get("usage")
+    total = usage.get("total") if isinstance(usage, dict) else None
+    return total is None and bool(sample.get("turns"))
+
+
+@dataclass
+class SittingStop:
+    """Whether a sitting can still succeed, judged after each recorded trial, in the order they were
+    recorded. A sitting stops when the model API refused the credentials (no trial can succeed until
+    they are fixed), when `after_api_failures` trials in a row ended by the API (an outage: every
+    further trial would wait out its backstop or the CLI's retries), and, under a token budget, when
+    a trial's replies came without usage (the budget cannot be kept unmetered). Other errors (a
+    provisioning failure) neither count nor break a run of API failures; a scored or invalid trial does."""
+
+    after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES
+    budget: bool = False
+    api_failures_in_row: int = 0
+    reason: str | None = None
+
+    def record(self, trial: str, status: str, api_error: Mapping[str, Any] | None, *, unmetered: bool = False) -> str | None:
+        """Take one trial's verdict; the reason to stop (STOP_PREFIX first), once there is one."""
+        if self.reason is not None:
+            return self.reason
+        if api_error is not None:
+            said = _fault_words(api_error)
+            if api_error.get("kind") == KIND_CREDENTIALS:
+                self.reason = (
+                    f"{STOP_PREFIX}the model API refused the credentials in {trial} ({said}), so no trial of it can "
+                    f"succeed; {CREDENTIAL_FIX}"
+                )
+                return self.reason
+            self.api_failures_in_row += 1
+            if self.api_failures_in_row >= self.after_api_failures:
+                self.reason = (
+                    f"{STOP_PREFIX}{self.api_failures_in_row} trials in a row ended by the model API (the last, {trial}: "
+                    f"{said}; [bench] stop_after_api_failures = {self.after_api_failures}); run it again once the API answers"
+                )
+                return self.reason
+        elif status != STATUS_ERROR:
+            self.api_failures_in_row = 0
+        if self.budget and unmetered:
+            self.reason = (
+                f"{STOP_PREFIX}the model API reported no usage for the replies of {trial}, so --bench-budget cannot "
+                f"be kept (a gateway that drops usage fields?); the trial's usage is stored as unknown"
+            )
+        return self.reason
+
+
+def _fault_words(api_error: Mapping[str, Any]) -> str:
+    status = api_error.get("status")
+    attempts = api_error.get("attempts")
+    http = f"HTTP {status} " if status is not None else ""
+    return f"{http}{api_error.get('error')} on {attempts} attempt{'s' if attempts != 1 else ''}"
+
+
+def stop_line(reason: str, planned: int, recorded: int) -> str:
+    """The summary's line on a sitting that stopped early, and what stayed unused."""
+    left = max(0, planned - recorded)
+    why = reason[len(STOP_PREFIX):] if reason.startswith(STOP_PREFIX) else reason
+    unused = f"; {left} planned trial(s) did not run (their numbers stay unused)" if left else ""
+    return f"the sitting stopped: {why}{unused}"
 
 
 @dataclass
@@ -185,4 +258,5 @@ class SittingState:
     exec_audit: str = ""  # "on (strace ...)" or "off (why)": shown in the header
     sandbox: str = ""  # "on (bubblewrap ...)" or "off (why)": shown in the header
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
+    stop: SittingStop = field(default_factory=SittingStop)  # whether the sitting can still succeed
     extra: dict[str, Any] = field(default_factory=dict)
