@@ -188,6 +188,7 @@ class _Watch:
     log: ApiLog
     started: float = field(default_factory=time.monotonic)
     api_says_end: asyncio.Event = field(default_factory=asyncio.Event)
+    stall_sooner: asyncio.Event = field(default_factory=asyncio.Event)  # a request opened: the watch wakes earlier
 
     def ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
@@ -324,16 +325,21 @@ async def _collect_within_backstop(
     began["conversation"] = time.monotonic()
     deadline = began["conversation"] + request.wall_clock_s
     api_end = asyncio.ensure_future(watch.api_says_end.wait())
+    sooner = asyncio.ensure_future(watch.stall_sooner.wait())
     try:
         while not collecting.done():
-            # Wake at the backstop or when the open request's silence would become a stall; events
-            # that arrive meanwhile only move the stall later, so it is checked again on waking.
+            # Wake at the backstop or when the open request's silence would become a stall. Events
+            # only move a stall later (checked again on waking), but for a request that opens: then
+            # `stall_sooner` wakes the loop to wait for the new, earlier time.
             due_ms = watch.log.stall_due_ms()
             wake = deadline if due_ms is None else min(deadline, watch.started + due_ms / 1000)
-            await asyncio.wait({collecting, api_end}, timeout=max(0.0, wake - time.monotonic()),
+            await asyncio.wait({collecting, api_end, sooner}, timeout=max(0.0, wake - time.monotonic()),
                                return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
             if collecting.done():
                 break
+            if sooner.done():
+                watch.stall_sooner.clear()
+                sooner = asyncio.ensure_future(watch.stall_sooner.wait())
             if api_end.done():
                 watch.log.refused_ms = watch.ms()
                 await _cancel(collecting)
@@ -348,6 +354,7 @@ async def _collect_within_backstop(
                 raise _ApiEnded
     finally:
         api_end.cancel()
+        sooner.cancel()
     collecting.result()  # its exception, if any
 
 
@@ -414,30 +421,17 @@ def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
     )
 
     log = result.api
+    due_ms = log.stall_due_ms()
+    _feed_log(message, result, watch)
+    now_due_ms = log.stall_due_ms()
+    if now_due_ms is not None and (due_ms is None or now_due_ms < due_ms):
+        watch.stall_sooner.set()
     if isinstance(message, StreamEvent):
-        event = message.event if isinstance(message.event, dict) else {}
-        start = event.get("message") if isinstance(event.get("message"), dict) else {}
-        log.stream_event(watch.ms(), str(event.get("type")), start.get("id"))
-    elif isinstance(message, SystemMessage):
-        data = message.data if isinstance(message.data, dict) else {}
+        return
+    if isinstance(message, SystemMessage):
         if message.subtype == "init" and result.offer is None:
-            result.offer = _offer(data)
-        elif message.subtype == "status" and data.get("status") == "requesting":
-            log.request_began(watch.ms())
-        elif message.subtype == "api_retry":
-            status = data.get("error_status")
-            log.retry(watch.ms(), _whole(data.get("attempt")), status if isinstance(status, int) else None,
-                      str(data.get("error") or "unknown"), _whole(data.get("retry_delay_ms")))  # fmt: skip
-            if log.credentials_refused():
-                watch.api_says_end.set()
+            result.offer = _offer(message.data if isinstance(message.data, dict) else {})
     elif isinstance(message, AssistantMessage):
-        # One API reply can arrive as several messages (one per content block), with one id. The CLI
-        # reports a failed API call as an assistant message of its own (model "<synthetic>", with
-        # `error` set): that is no reply of the model.
-        if message.error is not None or message.model == "<synthetic>":
-            log.failed_for_good(str(message.error or "unknown"))
-        else:
-            log.reply(message.message_id or f"reply-{len(log.replies)}", usage_reported=message.usage is not None)
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 result.transcript.append(
@@ -454,29 +448,62 @@ def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
             if isinstance(block, ToolResultBlock):
                 _attach_tool_result(result, block)
     elif isinstance(message, ResultMessage):
-        result.subtype = message.subtype
-        result.is_error = bool(message.is_error)
-        result.terminal_reason = getattr(message, "terminal_reason", None)
-        result.final_answer = message.result or ""
-        result.turns = int(message.num_turns or 0)
-        result.duration_ms = int(message.duration_ms or 0)
-        result.cost_usd = message.total_cost_usd
-        if message.api_error_status:
-            result.api_error_status = int(message.api_error_status)
-        if message.is_error and message.subtype == "success":
-            # An API failure after the CLI's retries arrives as a "success" result flagged is_error
-            # (terminal_reason api_error): the model never answered, so it is a harness error.
-            status = f" {message.api_error_status}" if message.api_error_status else ""
-            result.error = f"model API error{status}: {(message.result or '').strip()[:300]}"
-        for denial in message.permission_denials or []:
-            if isinstance(denial, dict) and denial.get("tool_use_id"):
-                result.denied_ids.append(str(denial["tool_use_id"]))
-        by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
-        if by_model:
-            result.usage_by_model = by_model
-            result.usage_total = sum_tokens(by_model.values())
-        elif message.usage:
-            result.usage_total = tokens_from_snake(message.usage)
+        _absorb_result(message, result)
+
+
+def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
+    """What the message says of the model API, into the run's ApiLog."""
+    from claude_agent_sdk import AssistantMessage, StreamEvent, SystemMessage
+
+    log = result.api
+    if isinstance(message, StreamEvent):
+        event = message.event if isinstance(message.event, dict) else {}
+        start = event.get("message") if isinstance(event.get("message"), dict) else {}
+        log.stream_event(watch.ms(), str(event.get("type")), start.get("id"))
+    elif isinstance(message, SystemMessage):
+        data = message.data if isinstance(message.data, dict) else {}
+        if message.subtype == "status" and data.get("status") == "requesting":
+            log.request_began(watch.ms())
+        elif message.subtype == "api_retry":
+            status = data.get("error_status")
+            log.retry(watch.ms(), _whole(data.get("attempt")), status if isinstance(status, int) else None,
+                      str(data.get("error") or "unknown"), _whole(data.get("retry_delay_ms")))  # fmt: skip
+            if log.credentials_refused():
+                watch.api_says_end.set()
+    elif isinstance(message, AssistantMessage):
+        # One API reply can arrive as several messages (one per content block), with one id. The CLI
+        # reports a failed API call as an assistant message of its own (model "<synthetic>", with
+        # `error` set): that is no reply of the model.
+        if message.error is not None or message.model == "<synthetic>":
+            log.failed_for_good(str(message.error or "unknown"))
+        else:
+            log.reply(message.message_id or f"reply-{len(log.replies)}", usage_reported=message.usage is not None)
+
+
+def _absorb_result(message: Any, result: AgentResult) -> None:
+    result.subtype = message.subtype
+    result.is_error = bool(message.is_error)
+    result.terminal_reason = getattr(message, "terminal_reason", None)
+    result.final_answer = message.result or ""
+    result.turns = int(message.num_turns or 0)
+    result.duration_ms = int(message.duration_ms or 0)
+    result.cost_usd = message.total_cost_usd
+    if message.api_error_status:
+        result.api_error_status = int(message.api_error_status)
+    if message.is_error and message.subtype == "success":
+        # An API failure after the CLI's retries arrives as a "success" result flagged is_error
+        # (terminal_reason api_error): the model never answered, so it is a harness error.
+        status = f" {message.api_error_status}" if message.api_error_status else ""
+        result.error = f"model API error{status}: {(message.result or '').strip()[:300]}"
+    for denial in message.permission_denials or []:
+        if isinstance(denial, dict) and denial.get("tool_use_id"):
+            result.denied_ids.append(str(denial["tool_use_id"]))
+    by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
+    if by_model:
+        result.usage_by_model = by_model
+        result.usage_total = sum_tokens(by_model.values())
+    elif message.usage:
+        result.usage_total = tokens_from_snake(message.usage)
 
 
 def _whole(value: Any) -> int:

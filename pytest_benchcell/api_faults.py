@@ -223,7 +223,7 @@ class ApiFault:
         if self.kind == KIND_STALLED:
             return f"model API stalled: {self.detail} ({tries}); not the agent's doing"
         if self.kind == KIND_CREDENTIALS:
-            return f"model API refused the credentials: {status}{self.error} on {tries}, {self.detail}; {CREDENTIAL_FIX}"
+            return f"model API refused the credentials: {status}{self.error} on {tries}, {self.detail}"
         return f"model API error: {status}{self.error} on {tries}, {self.detail}; not the agent's doing"
 
     def as_dict(self) -> dict[str, Any]:
@@ -255,7 +255,11 @@ def classify(log: ApiLog, end: RunEnd) -> ApiFault | None:
     gave_up = end.is_error and (end.terminal_reason == "api_error" or end.api_error_status is not None or log.gave_up is not None)
     if gave_up:
         status = end.api_error_status if end.api_error_status is not None else (last.status if last else None)
-        error = log.gave_up if log.gave_up and log.gave_up != "unknown" else error_category(status)
+        # The retry messages name the API's own category (overloaded); the CLI's final message a coarser one.
+        if last is not None and last.status == status:
+            error = last.error
+        else:
+            error = log.gave_up if log.gave_up and log.gave_up != "unknown" else error_category(status)
         kind = KIND_CREDENTIALS if _refused(status, error) else KIND_FAILING
         return ApiFault(kind, status, error, log.attempts(end.end_ms, gave_up=True), "the CLI gave up")
     if end.backstop and last is not None:

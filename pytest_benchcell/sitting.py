@@ -190,40 +190,48 @@ class SittingStop:
     they are fixed), when `after_api_failures` trials in a row ended by the API (an outage: every
     further trial would wait out its backstop or the CLI's retries), and, under a token budget, when
     a trial's replies came without usage (the budget cannot be kept unmetered). Other errors (a
-    provisioning failure) neither count nor break a run of API failures; a scored or invalid trial does."""
+    provisioning failure) neither count nor break a run of API failures; a scored or invalid trial does.
+
+    `reason` is the whole message (the sitting summary); `headline` is what pytest prints as it stops
+    ("Interrupted: ..."), STOP_PREFIX first, so a stop a worker decided is known for the sitting's."""
 
     after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES
     budget: bool = False
     api_failures_in_row: int = 0
     reason: str | None = None
+    headline: str | None = None
 
     def record(self, trial: str, status: str, api_error: Mapping[str, Any] | None, *, unmetered: bool = False) -> str | None:
-        """Take one trial's verdict; the reason to stop (STOP_PREFIX first), once there is one."""
-        if self.reason is not None:
-            return self.reason
+        """Take one trial's verdict; the headline of the stop, once there is one."""
+        if self.headline is not None:
+            return self.headline
         if api_error is not None:
             said = _fault_words(api_error)
             if api_error.get("kind") == KIND_CREDENTIALS:
-                self.reason = (
-                    f"{STOP_PREFIX}the model API refused the credentials in {trial} ({said}), so no trial of it can "
-                    f"succeed; {CREDENTIAL_FIX}"
+                return self._stop(
+                    f"the model API refused the credentials in {trial} ({said})",
+                    f"no trial of this sitting can succeed; {CREDENTIAL_FIX}",
                 )
-                return self.reason
             self.api_failures_in_row += 1
             if self.api_failures_in_row >= self.after_api_failures:
-                self.reason = (
-                    f"{STOP_PREFIX}{self.api_failures_in_row} trials in a row ended by the model API (the last, {trial}: "
-                    f"{said}; [bench] stop_after_api_failures = {self.after_api_failures}); run it again once the API answers"
+                return self._stop(
+                    f"{self.api_failures_in_row} trials in a row ended by the model API (the last, {trial}: {said})",
+                    f"[bench] stop_after_api_failures = {self.after_api_failures}; run the sitting again once the API answers",
                 )
-                return self.reason
         elif status != STATUS_ERROR:
             self.api_failures_in_row = 0
         if self.budget and unmetered:
-            self.reason = (
-                f"{STOP_PREFIX}the model API reported no usage for the replies of {trial}, so --bench-budget cannot "
-                f"be kept (a gateway that drops usage fields?); the trial's usage is stored as unknown"
+            return self._stop(
+                f"the model API reported no usage for the replies of {trial}",
+                "--bench-budget cannot be kept unmetered (a gateway that drops usage fields?); the trial's usage is "
+                "stored as unknown",
             )
-        return self.reason
+        return None
+
+    def _stop(self, what: str, then: str) -> str:
+        self.headline = f"{STOP_PREFIX}{what}"
+        self.reason = f"{what}: {then}"
+        return self.headline
 
 
 def _fault_words(api_error: Mapping[str, Any]) -> str:
