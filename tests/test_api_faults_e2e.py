@@ -271,3 +271,67 @@ def test_n_trials_in_a_row_the_api_ended_stop_the_sitting(
         "overloaded on 2 attempts): [bench] stop_after_api_failures = 2; run the sitting again once the API answers; "
         "2 planned trial(s) did not run (their numbers stay unused)",
     ])  # fmt: skip
+
+
+# -------------------------------------------------------------- under xdist
+
+
+def test_under_xdist_refused_credentials_stop_every_worker_after_its_first_trial(
+    pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench(pytester)
+    serve(api, [Repeat(ApiError(401, "invalid x-api-key", should_retry=False))], monkeypatch)
+    result = sitting(pytester, "--bench-trials", "8", "-n", "2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    recorded = samples(pytester)
+    assert 1 <= len(recorded) <= 2  # the trials both workers had started; none after
+    assert {s["api_error"]["kind"] for s in recorded} == {"credentials"}
+    result.stdout.fnmatch_lines([
+        "the sitting stopped: the model API refused the credentials in bare-say-hello-t* (HTTP 401 authentication_failed "
+        f"on 1 attempt): no trial of this sitting can succeed; *; {8 - len(recorded)} planned trial(s) did not run *",
+    ])  # fmt: skip
+    assert not list((pytester.path / ".benchcell-spool").glob("*.stop"))  # the stop note is gone with the sitting
+
+
+def test_under_xdist_the_controller_stops_the_sitting_on_failures_across_its_workers(
+    pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stop_after_api_failures = 3 and two workers: the controller counts the failures of both in the
+    order they arrive, so it stops the sitting while each worker has seen fewer than three (a worker
+    stops at its own third at the latest). Of 24 trials at most 6 run."""
+    bench(pytester, stop_after_api_failures=3)
+    serve(api, [Repeat(ApiError(500, "internal error"))], monkeypatch)
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "1")  # each trial gives up after two attempts
+    result = sitting(pytester, "--bench-trials", "24", "-n", "2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    recorded = samples(pytester)
+    assert 3 <= len(recorded) <= 6
+    assert all(s["api_error"]["kind"] == "failing" for s in recorded)
+    result.stdout.fnmatch_lines([
+        "the sitting stopped: 3 trials in a row ended by the model API (the last, bare-say-hello-t*: HTTP 500 "
+        f"server_error on 2 attempts): *; {24 - len(recorded)} planned trial(s) did not run *",
+    ])  # fmt: skip
+
+
+STOP_NOTE = """
+def pytest_benchcell_update_sample(trial, sample):
+    # As the controller does when it stops the sitting (remote.stop_file), after this worker's first trial.
+    import pathlib
+    note = pathlib.Path(TEARDOWN_LOG).parent / ".benchcell-spool" / (sample["sitting"] + ".stop")
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("benchcell stops the sitting: a note of the controller")
+"""
+
+
+def test_under_xdist_a_worker_runs_no_trial_once_the_controller_noted_the_stop(
+    pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trials xdist already handed to a worker do not run once the stop note is there: of 24 trials
+    (three handed to each worker at first), only those already running when it appeared."""
+    write_bench(pytester, BENCH_TOML, CONFTEST + STOP_NOTE)
+    serve(api, [Repeat(HELLO)], monkeypatch)
+    result = sitting(pytester, "--bench-trials", "24", "-n", "2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    recorded = samples(pytester)
+    assert 1 <= len(recorded) <= 2 and all(s["outcome"] == "pass" for s in recorded)
+    result.stdout.fnmatch_lines([f"the sitting stopped: a note of the controller; {24 - len(recorded)} planned trial(s) did not run *"])
