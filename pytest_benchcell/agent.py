@@ -40,6 +40,7 @@ What it guarantees:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -409,31 +410,26 @@ def _absorb_result_error(exc: Exception, result: AgentResult) -> bool:
     return True
 
 
-def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
-    from claude_agent_sdk import (
-        AssistantMessage,
-        ResultMessage,
-        StreamEvent,
-        SystemMessage,
-        ToolResultBlock,
-        ToolUseBlock,
-        UserMessage,
-    )
+@functools.cache
+def _sdk() -> Any:
+    """The SDK module, imported on first use (see the module docstring); a message loop of thousands
+    of messages per trial looks its classes up here rather than through an import statement each."""
+    import claude_agent_sdk
 
-    log = result.api
-    due_ms = log.stall_due_ms()
+    return claude_agent_sdk
+
+
+def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
+    sdk = _sdk()
     _feed_log(message, result, watch)
-    now_due_ms = log.stall_due_ms()
-    if now_due_ms is not None and (due_ms is None or now_due_ms < due_ms):
-        watch.stall_sooner.set()
-    if isinstance(message, StreamEvent):
+    if isinstance(message, sdk.StreamEvent):
         return
-    if isinstance(message, SystemMessage):
+    if isinstance(message, sdk.SystemMessage):
         if message.subtype == "init" and result.offer is None:
             result.offer = _offer(message.data if isinstance(message.data, dict) else {})
-    elif isinstance(message, AssistantMessage):
+    elif isinstance(message, sdk.AssistantMessage):
         for block in message.content:
-            if isinstance(block, ToolUseBlock):
+            if isinstance(block, sdk.ToolUseBlock):
                 result.transcript.append(
                     {"id": block.id, "tool": block.name, "input": dict(block.input), "result": None}
                 )
@@ -443,24 +439,25 @@ def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
             key = message.message_id or f"message-{len(result.partial_usage)}"
             result.partial_usage[key] = tokens_from_snake(message.usage)
             result.usage_total = sum_tokens(result.partial_usage.values())
-    elif isinstance(message, UserMessage) and isinstance(message.content, list):
+    elif isinstance(message, sdk.UserMessage) and isinstance(message.content, list):
         for block in message.content:
-            if isinstance(block, ToolResultBlock):
+            if isinstance(block, sdk.ToolResultBlock):
                 _attach_tool_result(result, block)
-    elif isinstance(message, ResultMessage):
+    elif isinstance(message, sdk.ResultMessage):
         _absorb_result(message, result)
 
 
 def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
-    """What the message says of the model API, into the run's ApiLog."""
-    from claude_agent_sdk import AssistantMessage, StreamEvent, SystemMessage
-
+    """What the message says of the model API, into the run's ApiLog; wakes the watch when a request
+    opened (its stall is due sooner than the watch was told)."""
+    sdk = _sdk()
     log = result.api
-    if isinstance(message, StreamEvent):
+    due_ms = log.stall_due_ms()
+    if isinstance(message, sdk.StreamEvent):
         event = message.event if isinstance(message.event, dict) else {}
         start = event.get("message") if isinstance(event.get("message"), dict) else {}
         log.stream_event(watch.ms(), str(event.get("type")), start.get("id"))
-    elif isinstance(message, SystemMessage):
+    elif isinstance(message, sdk.SystemMessage):
         data = message.data if isinstance(message.data, dict) else {}
         if message.subtype == "status" and data.get("status") == "requesting":
             log.request_began(watch.ms())
@@ -470,7 +467,7 @@ def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
                       str(data.get("error") or "unknown"), _whole(data.get("retry_delay_ms")))  # fmt: skip
             if log.credentials_refused():
                 watch.api_says_end.set()
-    elif isinstance(message, AssistantMessage):
+    elif isinstance(message, sdk.AssistantMessage):
         # One API reply can arrive as several messages (one per content block), with one id. The CLI
         # reports a failed API call as an assistant message of its own (model "<synthetic>", with
         # `error` set): that is no reply of the model.
@@ -478,6 +475,9 @@ def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
             log.failed_for_good(str(message.error or "unknown"))
         else:
             log.reply(message.message_id or f"reply-{len(log.replies)}", usage_reported=message.usage is not None)
+    now_due_ms = log.stall_due_ms()
+    if now_due_ms is not None and (due_ms is None or now_due_ms < due_ms):
+        watch.stall_sooner.set()
 
 
 def _absorb_result(message: Any, result: AgentResult) -> None:

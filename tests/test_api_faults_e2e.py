@@ -222,13 +222,17 @@ def test_a_slow_model_that_never_falls_silent_for_api_stall_ms_is_no_stall(
 def test_a_reply_cut_by_the_backstop_is_incomplete_and_no_turn(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The backstop falls inside a reply: the agent's trial (hung), but the reply it cut is no turn."""
+    """The backstop falls inside a reply after the API recovered from a 529: the agent's trial (hung),
+    its reason says how much of it the API's retries took, and the reply it cut is no turn."""
     bench(pytester)
-    serve(api, [ToolUse("Bash", {"command": "echo one"}), Stall(30, HELLO)], monkeypatch)
+    serve(api, [ApiError(529), ToolUse("Bash", {"command": "echo one"}), Stall(30, HELLO)], monkeypatch)
     result = sitting(pytester, "--bench-trials", "1", "--bench-wall-clock-ms", "4000")
     result.assert_outcomes(failed=1)
     (sample,) = samples(pytester)
     assert (sample["status"], sample["outcome"], sample["turns"], sample["api_error"]) == ("scored", "hung", 1, None)
+    waited = sample["api_wait_ms"] / 1000
+    assert sample["reason"] == f"wall-clock backstop of 4000 ms reached ({waited:.1f} s of it waiting on the model API's retries)"
+    assert sample["api_retries"] == 1 and waited > 0
     responses = [e for e in transcript(pytester, sample) if e["kind"] == "model_response"]
     assert [(r["complete"], r["stop_reason"]) for r in responses] == [(True, "tool_use"), (False, None)]
 
