@@ -40,7 +40,6 @@ What it guarantees:
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -410,10 +409,10 @@ def _absorb_result_error(exc: Exception, result: AgentResult) -> bool:
     return True
 
 
-@functools.cache
 def _sdk() -> Any:
-    """The SDK module, imported on first use (see the module docstring); a message loop of thousands
-    of messages per trial looks its classes up here rather than through an import statement each."""
+    """The SDK module, imported on first use (see the module docstring). Looked up in sys.modules on
+    every call, never cached here: a module object kept from an earlier import would hold classes the
+    messages are no instances of once the SDK is imported again (pytester's in-process runs do that)."""
     import claude_agent_sdk
 
     return claude_agent_sdk

@@ -286,3 +286,23 @@ def test_the_api_fault_keys_leave_the_conditions_alone(tmp_path) -> None:
     assert (plain.api_stall_ms, plain.stop_after_api_failures) == (60_000, 3)
     assert (tuned.api_stall_ms, tuned.stop_after_api_failures) == (5000, 9)
     assert plain.definition("a", "t").conditions == tuned.definition("a", "t").conditions
+
+
+# -------------------------------------------------------------- reports
+
+
+@pytest.mark.parametrize("index", [True, False], ids=["index", "parsed"])
+def test_reports_show_the_agents_time_without_the_apis_waits(tmp_path, index: bool) -> None:
+    from sample_factory import cell_samples, write_samples
+
+    from pytest_benchcell.report import ReportSettings, build_report
+    from pytest_benchcell.store import Cell
+
+    samples = cell_samples("a", "t", 3, duration_ms=3000)
+    samples[0]["api_wait_ms"] = 2000  # a 429 with retry-after: 2 s of the 3 s were the API's
+    store = write_samples(tmp_path, samples)
+    if not index:
+        store.index_path(Cell("real", "a", "t")).unlink()  # the same figures from a parse of the samples
+    report = build_report(store, ReportSettings())
+    (cell,) = report.cells
+    assert cell.duration_s.mean == pytest.approx((1.0 + 3.0 + 3.0) / 3)
