@@ -13,6 +13,12 @@ What it guarantees:
   partial usage it reports is kept. The backstop counts the conversation, from the CLI's init
   message on: before it the CLI waits for the arm's MCP servers (`startup_wait_s`), no time of the
   agent's;
+- the model API's own signals fed to an api_faults.ApiLog (the CLI's api_retry messages, the raw
+  stream events, its synthetic failure message, the result): the stall watch ends a run whose API
+  sent no byte for `api_stall_ms` while a request was open, repeated credential refusals end it at
+  once, and api_faults.classify says whether the API ended it (`api_fault`), how long the CLI
+  waited on retries (`api_wait_ms`), which replies arrived in full (the turns; a reply the interrupt
+  cut off is none) and whether every reply reported its usage;
 - what the CLI offered as the conversation began (the init message: each MCP server's status and
   the tools), so a trial whose agent never saw its arm's tools is not charged to the arm;
 - an independent transcript of tool calls, rebuilt from the assistant messages' tool_use blocks and
@@ -40,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .api_faults import DEFAULT_API_STALL_MS, ApiFault, ApiLog, RunEnd, classify
 from .isolation.tool_offer import ToolOffer
 from .sample import sum_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
 from .transcript import Recorder
@@ -66,6 +73,7 @@ class AgentRequest:
     cli_path: Path | None = None  # a launcher for the CLI (see hygiene.cli_wrapper); None: the bundled one
     startup_wait_s: float = 0.0  # how long the CLI may wait for MCP servers before the conversation
     recorder: Recorder | None = None  # receives the transcript's events as they arrive (kept on any exit)
+    api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long while a request is open: a stall
 
 
 @dataclass
@@ -87,20 +95,25 @@ class AgentResult:
     stderr_tail: list[str] = field(default_factory=list)
     partial_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     denied_ids: list[str] = field(default_factory=list)  # the CLI's own record of denied calls
-    reply_ids: list[str] = field(default_factory=list)  # one per model reply received (API message id)
     offer: ToolOffer | None = None  # from the init message; None: the CLI never sent one
     first_request_tools: tuple[str, ...] | None = None  # what the first model request carried, where known
+    api: ApiLog = field(default_factory=ApiLog)  # the model API's signals during the run
+    api_fault: ApiFault | None = None  # the API ended the run (api_faults.classify)
+    api_wait_ms: int = 0  # the CLI's waits between attempts of failing model requests
 
     @property
     def replies(self) -> int:
-        """Model replies the agent received: the sample's `turns` (README "The sample format")."""
-        return len(self.reply_ids)
+        """Model replies the agent received in full: the sample's `turns` (README "The sample format")."""
+        return len(self.api.completed_replies)
 
     @property
     def usage_known(self) -> bool:
-        """Whether any usage was reported. A run the model never answered (hung before its first
-        reply, an API error before any response) reports none: its usage is unknown, not zero."""
-        return bool(self.reply_ids) or any(self.usage_total.values())
+        """Whether the run's usage is known. A run the model never answered (hung before its first
+        reply, an API error before any response) reports none, and a reply that came without usage
+        fields (a gateway that drops them) leaves the sum unknown: unknown, not zero."""
+        if self.api.usage_unreported:
+            return False
+        return bool(self.replies) or any(self.usage_total.values())
 
     @property
     def hit_turn_cap(self) -> bool:
@@ -163,10 +176,28 @@ def run_agent(request: AgentRequest) -> AgentResult:
     return asyncio.run(_run(request))
 
 
+class _ApiEnded(Exception):
+    """The API's signals end the run before its backstop: a stall, or credentials refused again and again."""
+
+
+@dataclass
+class _Watch:
+    """The run's clock, the API's log and the event that ends the run early: what the message loop
+    feeds and the backstop loop reads."""
+
+    log: ApiLog
+    started: float = field(default_factory=time.monotonic)
+    api_says_end: asyncio.Event = field(default_factory=asyncio.Event)
+    stall_sooner: asyncio.Event = field(default_factory=asyncio.Event)  # a request opened: the watch wakes earlier
+
+    def ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+
 async def _run(request: AgentRequest) -> AgentResult:
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher
 
-    result = AgentResult()
+    result = AgentResult(api=ApiLog(stall_ms=request.api_stall_ms))
     stderr_lines: list[str] = []
     transcriber = _Transcriber(request.recorder) if request.recorder is not None else None
     if transcriber is not None:
@@ -215,35 +246,52 @@ async def _run(request: AgentRequest) -> AgentResult:
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[guard_hook])]},
         stderr=keep_stderr,
         cli_path=str(request.cli_path) if request.cli_path else None,
-        include_partial_messages=transcriber is not None,
+        # The raw stream events are the API's signs of life (the stall watch) and say which replies
+        # arrived in full; the transcript is built from them too.
+        include_partial_messages=True,
     )
 
-    started = time.monotonic()
+    watch = _Watch(result.api)
     # When the conversation began (the init message): a hung run's duration counts from there, as
     # the CLI's own duration_ms does, so the MCP servers' start-up is not the agent's time.
-    began = {"conversation": started}
+    began = {"conversation": watch.started}
     client = ClaudeSDKClient(options=options)
     try:
         await client.connect()
         await client.query(request.prompt)
         try:
-            await _collect_within_backstop(client, result, request, began, transcriber)
+            await _collect_within_backstop(client, result, request, began, watch, transcriber)
         except asyncio.TimeoutError:
             result.hung = True
+            result.api.interrupted(watch.ms())
             if transcriber is not None:
-                transcriber.recorder.add("backstop", wall_clock_ms=int(request.wall_clock_s * 1000))
-            await _interrupt(client, result, transcriber)
+                transcriber.interrupted("backstop", wall_clock_ms=int(request.wall_clock_s * 1000))
+            await _interrupt(client, result, watch, transcriber)
+        except _ApiEnded:
+            result.api.interrupted(watch.ms())
+            if transcriber is not None and result.api.stalled_ms is not None:
+                transcriber.interrupted("api_stall", stall_ms=request.api_stall_ms)
+            elif transcriber is not None:
+                transcriber.interrupted("api_refused", attempts=len(result.api.pending))
+            await _interrupt(client, result, watch, transcriber)
     except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a recorded harness error
         if not _absorb_result_error(exc, result):
             result.error = f"{type(exc).__name__}: {exc}"
     finally:
+        end_ms = watch.ms()
+        result.api_wait_ms = result.api.wait_ms(end_ms)
+        result.api_fault = classify(
+            result.api,
+            RunEnd(end_ms, backstop=result.hung, is_error=result.is_error, terminal_reason=result.terminal_reason,
+                   api_error_status=result.api_error_status),
+        )  # fmt: skip
         if transcriber is not None:
-            transcriber.finish(result.error)
+            transcriber.finish(result.error, result.api_fault)
         try:
             await asyncio.wait_for(client.disconnect(), timeout=INTERRUPT_GRACE_S)
         except Exception:  # noqa: BLE001 - the CLI is gone either way; nothing left to save
             pass
-    elapsed_ms = int((time.monotonic() - started) * 1000)
+    elapsed_ms = int((time.monotonic() - watch.started) * 1000)
     result.duration_ms = result.duration_ms or elapsed_ms
     if result.hung:
         result.duration_ms = int((time.monotonic() - began["conversation"]) * 1000)
@@ -252,12 +300,18 @@ async def _run(request: AgentRequest) -> AgentResult:
 
 
 async def _collect_within_backstop(
-    client: Any, result: AgentResult, request: AgentRequest, began: dict[str, float], transcriber: _Transcriber | None = None
+    client: Any,
+    result: AgentResult,
+    request: AgentRequest,
+    began: dict[str, float],
+    watch: _Watch,
+    transcriber: _Transcriber | None = None,
 ) -> None:
-    """Collect the run; raise asyncio.TimeoutError at the backstop. The backstop starts at the init
-    message: before it the CLI is connecting the arm's MCP servers, bounded by their wait on top."""
+    """Collect the run; raise asyncio.TimeoutError at the backstop, _ApiEnded when the API's signals
+    end it first (a stall, refused credentials). The backstop starts at the init message: before it
+    the CLI is connecting the arm's MCP servers, bounded by their wait on top."""
     started = asyncio.Event()
-    collecting = asyncio.ensure_future(_collect(client, result, started, transcriber))
+    collecting = asyncio.ensure_future(_collect(client, result, watch, started, transcriber))
     starting = asyncio.ensure_future(started.wait())
     try:
         await asyncio.wait(
@@ -266,21 +320,61 @@ async def _collect_within_backstop(
     finally:
         starting.cancel()
     if not (started.is_set() or collecting.done()):
-        collecting.cancel()
-        await asyncio.gather(collecting, return_exceptions=True)
+        await _cancel(collecting)
         raise asyncio.TimeoutError
     began["conversation"] = time.monotonic()
-    await asyncio.wait_for(collecting, timeout=request.wall_clock_s)
+    deadline = began["conversation"] + request.wall_clock_s
+    api_end = asyncio.ensure_future(watch.api_says_end.wait())
+    sooner = asyncio.ensure_future(watch.stall_sooner.wait())
+    try:
+        while not collecting.done():
+            # Wake at the backstop or when the open request's silence would become a stall. Events
+            # only move a stall later (checked again on waking), but for a request that opens: then
+            # `stall_sooner` wakes the loop to wait for the new, earlier time.
+            due_ms = watch.log.stall_due_ms()
+            wake = deadline if due_ms is None else min(deadline, watch.started + due_ms / 1000)
+            await asyncio.wait({collecting, api_end, sooner}, timeout=max(0.0, wake - time.monotonic()),
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            if collecting.done():
+                break
+            if sooner.done():
+                watch.stall_sooner.clear()
+                sooner = asyncio.ensure_future(watch.stall_sooner.wait())
+            if api_end.done():
+                watch.log.refused_ms = watch.ms()
+                await _cancel(collecting)
+                raise _ApiEnded
+            if time.monotonic() >= deadline:
+                await _cancel(collecting)
+                raise asyncio.TimeoutError
+            due_ms = watch.log.stall_due_ms()
+            if due_ms is not None and watch.ms() >= due_ms:
+                watch.log.stalled_ms = watch.ms()
+                await _cancel(collecting)
+                raise _ApiEnded
+    finally:
+        api_end.cancel()
+        sooner.cancel()
+    collecting.result()  # its exception, if any
+
+
+async def _cancel(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def _collect(
-    client: Any, result: AgentResult, started: asyncio.Event | None = None, transcriber: _Transcriber | None = None
+    client: Any,
+    result: AgentResult,
+    watch: _Watch,
+    started: asyncio.Event | None = None,
+    transcriber: _Transcriber | None = None,
 ) -> None:
     try:
         async for message in client.receive_response():
             if transcriber is not None:
                 transcriber.message(message)
-            _absorb_message(message, result)
+            _absorb_message(message, result, watch)
             if started is not None and result.offer is not None:
                 started.set()
     except Exception as exc:
@@ -288,12 +382,12 @@ async def _collect(
             raise
 
 
-async def _interrupt(client: Any, result: AgentResult, transcriber: _Transcriber | None = None) -> None:
-    """Stop the CLI at the backstop and keep whatever it reports about the partial run."""
+async def _interrupt(client: Any, result: AgentResult, watch: _Watch, transcriber: _Transcriber | None = None) -> None:
+    """Stop the CLI (backstop, stall, refused credentials) and keep whatever it reports about the partial run."""
     try:
         await client.interrupt()
-        await asyncio.wait_for(_collect(client, result, transcriber=transcriber), timeout=INTERRUPT_GRACE_S)
-    except Exception:  # noqa: BLE001 - a hung run is recorded as hung whatever the CLI says now
+        await asyncio.wait_for(_collect(client, result, watch, transcriber=transcriber), timeout=INTERRUPT_GRACE_S)
+    except Exception:  # noqa: BLE001 - the run ended as it ended whatever the CLI says now
         pass
 
 
@@ -308,26 +402,33 @@ def _absorb_result_error(exc: Exception, result: AgentResult) -> bool:
         result.api_error_status = int(status)
     if result.subtype is None:
         result.subtype = getattr(exc, "subtype", None) or "error"
+        result.is_error = True
+        result.terminal_reason = result.terminal_reason or getattr(exc, "terminal_reason", None)
     if status is not None or (result.subtype == "error_during_execution" and not result.hung):
         result.error = f"model API error {status}: {exc}" if status else f"agent run failed: {exc}"
     return True
 
 
-def _absorb_message(message: Any, result: AgentResult) -> None:
-    from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, ToolResultBlock, ToolUseBlock, UserMessage
+def _sdk() -> Any:
+    """The SDK module, imported on first use (see the module docstring). Looked up in sys.modules on
+    every call, never cached here: a module object kept from an earlier import would hold classes the
+    messages are no instances of once the SDK is imported again (pytester's in-process runs do that)."""
+    import claude_agent_sdk
 
-    if isinstance(message, SystemMessage) and message.subtype == "init" and result.offer is None:
-        result.offer = _offer(message.data)
-    elif isinstance(message, AssistantMessage):
-        # One API reply can arrive as several messages (one per content block), with one id. The CLI
-        # reports a failed API call as an assistant message of its own (model "<synthetic>", with
-        # `error` set): that is no reply of the model.
-        if message.error is None and message.model != "<synthetic>":
-            reply = message.message_id or f"reply-{len(result.reply_ids)}"
-            if reply not in result.reply_ids:
-                result.reply_ids.append(reply)
+    return claude_agent_sdk
+
+
+def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
+    sdk = _sdk()
+    _feed_log(message, result, watch)
+    if isinstance(message, sdk.StreamEvent):
+        return
+    if isinstance(message, sdk.SystemMessage):
+        if message.subtype == "init" and result.offer is None:
+            result.offer = _offer(message.data if isinstance(message.data, dict) else {})
+    elif isinstance(message, sdk.AssistantMessage):
         for block in message.content:
-            if isinstance(block, ToolUseBlock):
+            if isinstance(block, sdk.ToolUseBlock):
                 result.transcript.append(
                     {"id": block.id, "tool": block.name, "input": dict(block.input), "result": None}
                 )
@@ -337,34 +438,75 @@ def _absorb_message(message: Any, result: AgentResult) -> None:
             key = message.message_id or f"message-{len(result.partial_usage)}"
             result.partial_usage[key] = tokens_from_snake(message.usage)
             result.usage_total = sum_tokens(result.partial_usage.values())
-    elif isinstance(message, UserMessage) and isinstance(message.content, list):
+    elif isinstance(message, sdk.UserMessage) and isinstance(message.content, list):
         for block in message.content:
-            if isinstance(block, ToolResultBlock):
+            if isinstance(block, sdk.ToolResultBlock):
                 _attach_tool_result(result, block)
-    elif isinstance(message, ResultMessage):
-        result.subtype = message.subtype
-        result.is_error = bool(message.is_error)
-        result.terminal_reason = getattr(message, "terminal_reason", None)
-        result.final_answer = message.result or ""
-        result.turns = int(message.num_turns or 0)
-        result.duration_ms = int(message.duration_ms or 0)
-        result.cost_usd = message.total_cost_usd
-        if message.api_error_status:
-            result.api_error_status = int(message.api_error_status)
-        if message.is_error and message.subtype == "success":
-            # An API failure after the CLI's retries arrives as a "success" result flagged is_error
-            # (terminal_reason api_error): the model never answered, so it is a harness error.
-            status = f" {message.api_error_status}" if message.api_error_status else ""
-            result.error = f"model API error{status}: {(message.result or '').strip()[:300]}"
-        for denial in message.permission_denials or []:
-            if isinstance(denial, dict) and denial.get("tool_use_id"):
-                result.denied_ids.append(str(denial["tool_use_id"]))
-        by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
-        if by_model:
-            result.usage_by_model = by_model
-            result.usage_total = sum_tokens(by_model.values())
-        elif message.usage:
-            result.usage_total = tokens_from_snake(message.usage)
+    elif isinstance(message, sdk.ResultMessage):
+        _absorb_result(message, result)
+
+
+def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
+    """What the message says of the model API, into the run's ApiLog; wakes the watch when a request
+    opened (its stall is due sooner than the watch was told)."""
+    sdk = _sdk()
+    log = result.api
+    due_ms = log.stall_due_ms()
+    if isinstance(message, sdk.StreamEvent):
+        event = message.event if isinstance(message.event, dict) else {}
+        start = event.get("message") if isinstance(event.get("message"), dict) else {}
+        log.stream_event(watch.ms(), str(event.get("type")), start.get("id"))
+    elif isinstance(message, sdk.SystemMessage):
+        data = message.data if isinstance(message.data, dict) else {}
+        if message.subtype == "status" and data.get("status") == "requesting":
+            log.request_began(watch.ms())
+        elif message.subtype == "api_retry":
+            status = data.get("error_status")
+            log.retry(watch.ms(), _whole(data.get("attempt")), status if isinstance(status, int) else None,
+                      str(data.get("error") or "unknown"), _whole(data.get("retry_delay_ms")))  # fmt: skip
+            if log.credentials_refused():
+                watch.api_says_end.set()
+    elif isinstance(message, sdk.AssistantMessage):
+        # One API reply can arrive as several messages (one per content block), with one id. The CLI
+        # reports a failed API call as an assistant message of its own (model "<synthetic>", with
+        # `error` set): that is no reply of the model.
+        if message.error is not None or message.model == "<synthetic>":
+            log.failed_for_good(str(message.error or "unknown"))
+        else:
+            log.reply(message.message_id or f"reply-{len(log.replies)}", usage_reported=message.usage is not None)
+    now_due_ms = log.stall_due_ms()
+    if now_due_ms is not None and (due_ms is None or now_due_ms < due_ms):
+        watch.stall_sooner.set()
+
+
+def _absorb_result(message: Any, result: AgentResult) -> None:
+    result.subtype = message.subtype
+    result.is_error = bool(message.is_error)
+    result.terminal_reason = getattr(message, "terminal_reason", None)
+    result.final_answer = message.result or ""
+    result.turns = int(message.num_turns or 0)
+    result.duration_ms = int(message.duration_ms or 0)
+    result.cost_usd = message.total_cost_usd
+    if message.api_error_status:
+        result.api_error_status = int(message.api_error_status)
+    if message.is_error and message.subtype == "success":
+        # An API failure after the CLI's retries arrives as a "success" result flagged is_error
+        # (terminal_reason api_error): the model never answered, so it is a harness error.
+        status = f" {message.api_error_status}" if message.api_error_status else ""
+        result.error = f"model API error{status}: {(message.result or '').strip()[:300]}"
+    for denial in message.permission_denials or []:
+        if isinstance(denial, dict) and denial.get("tool_use_id"):
+            result.denied_ids.append(str(denial["tool_use_id"]))
+    by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
+    if by_model:
+        result.usage_by_model = by_model
+        result.usage_total = sum_tokens(by_model.values())
+    elif message.usage:
+        result.usage_total = tokens_from_snake(message.usage)
+
+
+def _whole(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _offer(data: Any) -> ToolOffer:
@@ -397,12 +539,15 @@ class _Transcriber:
         self.requests = 0
         self.answered = 0  # the request the last response answered
         self.response: dict[str, Any] | None = None  # the response being streamed
+        self.cut = False  # the harness interrupted the run: later stream events are the CLI's making
 
     def message(self, message: Any) -> None:
         from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, SystemMessage, UserMessage
 
         add = self.recorder.add
         if isinstance(message, StreamEvent):
+            if self.cut:
+                return  # the closing events the CLI makes up for a reply it was streaming
             self._stream_event(message.event if isinstance(message.event, dict) else {}, message.parent_tool_use_id)
         elif isinstance(message, SystemMessage):
             data = message.data if isinstance(message.data, dict) else {}
@@ -493,10 +638,20 @@ class _Transcriber:
             self.recorder.add("model_response", **self.response, complete=complete)
             self.response = None
 
-    def finish(self, error: str | None) -> None:
+    def interrupted(self, kind: str, **fields: Any) -> None:
+        """The harness stops the run (`backstop`, `api_stall`, `api_refused`): a response being
+        streamed is cut off, kept incomplete with what it reported so far."""
+        self.recorder.add(kind, **fields)
+        self._end_response(complete=False)
+        self.cut = True
+
+    def finish(self, error: str | None, fault: ApiFault | None = None) -> None:
         """The run is over: a response cut off mid-stream is kept with what it reported."""
         self._end_response(complete=False)
-        if error:
+        if fault is not None:
+            self.recorder.add("api_fault", fault=fault.kind, status=fault.status, error=fault.error,
+                              attempts=fault.attempts, reason=fault.reason)  # fmt: skip
+        elif error:
             self.recorder.add("error", error=error)
 
 

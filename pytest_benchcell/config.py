@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .isolation.limits import DEFAULT_LIMITS, Limits
+from .api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES, MIN_API_STALL_MS
 from .names import NAME_RULE, PROGRAM_RULE, case_clashes, name_problem, program_problem
 from .sample import Definition
 
@@ -171,6 +172,10 @@ class Bench:
     comparisons: tuple[tuple[str, str], ...] = ()
     smallest_effect: Mapping[str, float] = field(default_factory=dict)  # metric -> smallest effect of interest
     sandbox_limits: Limits = DEFAULT_LIMITS  # [bench] sandbox_disk_mb, sandbox_files, sandbox_processes
+    # The model API's faults (api_faults.py). Neither is part of the conditions: they decide whether
+    # a trial the API ended is recorded as the API's, never how an agent's trial is scored.
+    api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long mid-request: the trial ends, error
+    stop_after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES  # trials in a row the API ended: the sitting stops
 
     def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
         """The declared comparisons among `arms` (default: every arm), or every pair of them."""
@@ -410,7 +415,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
         "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
-        "comparisons", "smallest_effect", *SANDBOX_LIMIT_KEYS,
+        "comparisons", "smallest_effect", *SANDBOX_LIMIT_KEYS, "api_stall_ms", "stop_after_api_failures",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -486,6 +491,8 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
             field_name: bench.integer(key, getattr(DEFAULT_LIMITS, field_name))
             for key, field_name in SANDBOX_LIMIT_KEYS.items()
         }),
+        api_stall_ms=bench.integer("api_stall_ms", DEFAULT_API_STALL_MS, minimum=MIN_API_STALL_MS),
+        stop_after_api_failures=bench.integer("stop_after_api_failures", DEFAULT_STOP_AFTER_API_FAILURES),
     )
 
 

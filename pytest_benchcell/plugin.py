@@ -39,6 +39,8 @@ PROGRESS_PROPERTY = "benchcell_progress"
 COST_PROPERTY = "benchcell_cost"
 REASON_PROPERTY = "benchcell_reason"
 BLOCKED_PROPERTY = "benchcell_sandbox_blocked"
+API_ERROR_PROPERTY = "benchcell_api_error"  # the sample's api_error: the model API ended the trial
+UNMETERED_PROPERTY = "benchcell_unmetered"  # replies came without usage
 WORKER_PLAN_KEY = "benchcell_plan"
 # pytest-timeout's limit for a trial item, on top of its readiness bound and wall-clock backstop:
 # provisioning, the CLI's start, scoring and teardown. A global --timeout never cuts a trial short.
@@ -285,7 +287,7 @@ def _refuse_weights_outside_reports(config: pytest.Config) -> None:
 
 
 def _plan_sitting(config: pytest.Config) -> SittingState:
-    from .sitting import CellTally, SittingState, new_sitting_id, plan_trials
+    from .sitting import CellTally, SittingState, SittingStop, new_sitting_id, plan_trials
     from .store import Cell, StoreError
 
     option = config.option
@@ -406,6 +408,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     elif option.bench_fill is not None:
         target = option.bench_fill or bench.floor
         state.extra["nothing_left"] = f"nothing to do: every selected cell already has {target} scored samples"
+    state.stop = SittingStop(after_api_failures=bench.stop_after_api_failures, budget=option.bench_budget is not None)
     for cell in cells:
         tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])
         if cell in counts:
@@ -581,7 +584,7 @@ class _XdistBridge:
         self.spools: dict[str, tuple[str, str]] = {}  # gateway id -> (its spec, its spool path)
 
     def pytest_configure_node(self, node: Any) -> None:
-        from .remote import Receiver, bench_reference, cell_definitions
+        from .remote import Receiver, bench_reference, cell_definitions, stop_file
 
         state = self.state
         if self.receiver is None:  # the first worker: the receiver and the plan, made once for all of them
@@ -599,6 +602,7 @@ class _XdistBridge:
                     state.bench, state.tallies, turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms
                 ),
                 "store": str(state.store.root.resolve()),
+                "stop_file": str(stop_file(state.bench.root, state.sitting_id).resolve()),
             }
         node.workerinput[WORKER_PLAN_KEY] = self.worker_plan
 
@@ -643,12 +647,25 @@ class _XdistBridge:
             if self.receiver is not None:
                 self.receiver.take(line, payload)
 
+    def tell_workers_to_stop(self, reason: str) -> None:
+        """Workers on this machine see the stop file before their next trial (remote.stop_file); a
+        worker elsewhere stops by the same rule applied to its own trials, or once xdist shuts it down."""
+        from .remote import stop_file
+
+        path = stop_file(self.state.bench.root, self.state.sitting_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(reason, encoding="utf-8")
+        except OSError:
+            pass  # the workers stop after the trials already handed to them
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Spools on this machine whose samples are all stored go; any other is named with the merge
         that takes it in."""
-        from .remote import gateway_label, remove_settled_spool
+        from .remote import gateway_label, remove_settled_spool, stop_file
 
+        stop_file(self.state.bench.root, self.state.sitting_id).unlink(missing_ok=True)
         if self.receiver is None:
             return
         notes = self.state.extra.setdefault("notes", [])
@@ -682,6 +699,14 @@ class _XdistWorker:
         elif state.budget is not None:
             # Out of sight (another machine): each worker keeps to its share, so the sitting stays within.
             state.budget = max(1, state.budget // int(config.workerinput.get("workercount", 1)))  # type: ignore[attr-defined]
+
+    def stop_requested(self) -> str | None:
+        """The controller's reason to stop the sitting, when its stop file is in sight (this machine)."""
+        path = self.config.workerinput[WORKER_PLAN_KEY].get("stop_file")  # type: ignore[attr-defined]
+        try:
+            return Path(path).read_text(encoding="utf-8") or "stopped" if path else None
+        except OSError:
+            return None
 
     def record(self, nodeid: str, sample: dict[str, Any]) -> None:
         spool = self.state.store
@@ -802,6 +827,7 @@ class TrialItem(pytest.Item):
         user_properties travel with the report (also from xdist workers to the controller) and end
         up in junit XML as <property> elements: sample id, status, outcome."""
         from .sample import cost_equivalent
+        from .sitting import unmetered
 
         state = self.config.stash[SITTING_KEY]
         if task_unusable is not None:
@@ -813,11 +839,15 @@ class TrialItem(pytest.Item):
         cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
         self.user_properties.append((COST_PROPERTY, cost))
         spend = f"{cost:,.0f} cost-eq tokens" if sample["usage"]["total"] is not None else "usage unknown"
-        progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s"
+        waited = sample.get("api_wait_ms") or 0
+        api_wait = f" ({waited / 1000:.1f} s of it the API's retry waits)" if waited else ""
+        progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s{api_wait}"
         if (sample.get("sandbox") or {}).get("reached"):
             progress += f", {len(sample['sandbox']['reached'])} sandbox limit(s) reached"
         self.user_properties.append((PROGRESS_PROPERTY, progress))
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
+        self.user_properties.append((API_ERROR_PROPERTY, sample.get("api_error")))
+        self.user_properties.append((UNMETERED_PROPERTY, unmetered(sample)))
         if sample.get("sandbox_blocked"):
             from .isolation.blocked import describe_record
             from .leftovers import printable
@@ -922,6 +952,11 @@ class SittingPlugin:
         pytest-rerunfailures' implementation can loop over it; timeouts and other wrappers still apply."""
         if not isinstance(item, TrialItem):
             return None
+        worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
+        stop = worker.stop_requested() if worker is not None else None
+        if stop is not None:  # the controller stopped the sitting: this trial, already handed out, does not run
+            item.session.shouldstop = stop
+            return True
         from _pytest.runner import runtestprotocol  # what pytest's own implementation calls
 
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
@@ -945,16 +980,35 @@ class SittingPlugin:
 
             self.invalid.append(f"INVALID {report.nodeid} - {printable(str(properties.get(REASON_PROPERTY, '')))}")
         tally = self.state.tallies.get(tuple(cell))
+        unmetered = bool(properties.get(UNMETERED_PROPERTY))
         if tally is not None:
-            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0), properties.get(BLOCKED_PROPERTY) or ())
+            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0), properties.get(BLOCKED_PROPERTY) or (), unmetered=unmetered)
+        name = report.nodeid.rsplit("::", 1)[-1]
+        stop = self.state.stop.record(name, status, properties.get(API_ERROR_PROPERTY), unmetered=unmetered)
+        if stop is not None:
+            self._stop(stop)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
-            name = report.nodeid.rsplit("::", 1)[-1]
             result = outcome if status == STATUS_SCORED else status
             reporter.write_line(f"    {name}: {result}, {properties.get(PROGRESS_PROPERTY, '')}")
 
+    def _stop(self, reason: str) -> None:
+        """Stop the sitting after this trial (sitting.SittingStop said it cannot succeed). Without xdist
+        and on a worker, pytest stops after the running item (session.shouldstop); xdist's controller
+        stops handing out trials and ends when its workers have (DSession.shouldstop), and tells the
+        workers on this machine to run none of the trials they were already given."""
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        if dsession is not None:  # the xdist controller
+            if not getattr(dsession, "shouldstop", False):
+                dsession.shouldstop = reason
+            bridge = self.config.pluginmanager.get_plugin("benchcell-xdist")
+            if bridge is not None:
+                bridge.tell_workers_to_stop(reason)
+        elif getattr(self, "session", None) is not None and not self.session.shouldstop:
+            self.session.shouldstop = reason
+
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        from .sitting import summary_lines
+        from .sitting import STOP_PREFIX, stop_line, summary_lines
         from .store import Cell
 
         if hasattr(config, "workerinput") or self.state.extra.get("refused"):
@@ -976,6 +1030,11 @@ class SittingPlugin:
             spent=spent,
             budget=state.budget,
         )
+        dsession = config.pluginmanager.get_plugin("dsession")
+        worker_stop = str(getattr(dsession, "shouldstop", "") or "")  # a worker's own rule stopped it
+        stopped = state.stop.reason or (worker_stop if worker_stop.startswith(STOP_PREFIX) else None)
+        if stopped and state.reserved:
+            lines.insert(0, stop_line(stopped, len(state.trials), sum(tally.recorded for tally in state.tallies.values())))
         if "decide" in state.extra:  # --bench-fill decide: the comparisons, the plan and why, before the tallies
             lines[:0] = state.extra["decide"].lines()
         elif state.reserved and not state.extra["planned"] and state.extra.get("nothing_left"):
@@ -999,6 +1058,7 @@ class SittingPlugin:
         import signal
         import threading
 
+        self.session = session
         if threading.current_thread() is threading.main_thread():
             self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         runs_trials_here = not session.config.pluginmanager.hasplugin("dsession")  # not an xdist controller

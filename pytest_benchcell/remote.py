@@ -108,6 +108,12 @@ def spool_root(bench_root: Path, sitting: str, worker_id: str) -> Path:
     return bench_root / SPOOL_FOLDER / f"{sitting}-{worker_id}"
 
 
+def stop_file(bench_root: Path, sitting: str) -> Path:
+    """Where the controller says that the sitting stops (sitting.SittingStop), for its workers on this
+    machine to read before each trial: beside the spools, gone when the sitting ends."""
+    return bench_root / SPOOL_FOLDER / f"{sitting}.stop"
+
+
 def gateway_label(gateway_id: str, spec: str) -> str:
     """'gw0 (popen//chdir=/far)': the gateway as the user wrote it (xdist adds its execmodel)."""
     words = [word for word in spec.split("//") if not word.startswith("execmodel=")]

@@ -17,8 +17,17 @@ Script steps
 - :class:`ToolUse` -- the model calls a tool (optionally after some text); stop_reason ``tool_use``.
 - :class:`Answer` -- the model ends its turn with final text; stop_reason ``end_turn``.
 - :class:`Delay` -- sleep, then play another step (to exercise wall-clock bounds).
-- :class:`ApiError` -- answer with an HTTP error status and an Anthropic-style JSON error body.
-- :class:`Repeat` -- play a step forever (to exercise turn caps); must be the last step.
+- :class:`ApiError` -- answer with an HTTP error status and an Anthropic-style JSON error body,
+  optionally with ``retry-after`` or ``x-should-retry: false``.
+- :class:`BrokenStream` -- answer 200 and start streaming a reply, then break the stream: the
+  connection cut mid-message, an SSE event that is not JSON, or an ``event: error`` in the stream.
+- :class:`Stall` -- stream a reply's start and first delta, then send no byte for a while.
+- :class:`NoUsage` -- stream a reply with no usage fields at all (a gateway that omits them).
+- :class:`Repeat` -- play a step forever (to exercise turn caps and outages); must be the last step.
+
+The faults are those a real Messages API or a gateway in front of it shows; what the Claude Code CLI
+does with each (retry, give up, wait) is what the end-to-end tests of the harness pin
+(tests/test_api_faults_e2e.py).
 
 Each request to a path starting with ``/v1/messages`` consumes the next step (a Repeat is never
 consumed). Once the script is exhausted every request is answered with
@@ -46,7 +55,8 @@ message_start carries ``input_tokens`` (fresh), ``cache_creation_input_tokens`` 
 ``cache_read_input_tokens``; message_delta carries ``output_tokens`` and repeats the input fields,
 as the real API does. The same sequence of requests always yields the same usage; tool-use and
 message ids come from per-server counters (fixed width) for the same reason. Failed requests
-(ApiError) report no usage and are not remembered for caching.
+(ApiError, BrokenStream) report no usage and are not remembered for caching; a NoUsage reply is
+remembered for caching but reports nothing, so it is missing from :attr:`ScriptedModel.usages`.
 
 This module is pure stdlib: it must not import pytest or claude_agent_sdk.
 """
@@ -65,9 +75,12 @@ from typing import Any
 __all__ = [
     "Answer",
     "ApiError",
+    "BrokenStream",
     "Delay",
+    "NoUsage",
     "Repeat",
     "ScriptedModel",
+    "Stall",
     "Step",
     "ToolUse",
     "Usage",
@@ -79,6 +92,8 @@ EXHAUSTED_TEXT = "(script exhausted)"
 DEFAULT_MODEL_NAME = "scripted"
 CHARS_PER_TOKEN = 4
 MESSAGES_PATH = "/v1/messages"
+SSE_TYPE = "text/event-stream; charset=utf-8"
+FIRST_DELTA_EVENTS = 3  # message_start, the first content_block_start and its first delta
 # With tool search on, the CLI defers MCP tools: it names them in a system reminder of the first user
 # message instead of the tools array (CLI 2.1.332: "The following deferred tools are now available
 # via ToolSearch. ...:" then one name per line).
@@ -103,7 +118,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class Delay:
-    """Sleep ``seconds`` before answering with ``then`` (a ToolUse, Answer or ApiError)."""
+    """Sleep ``seconds`` before answering with ``then`` (any step but a Repeat)."""
 
     seconds: float
     then: Step
@@ -111,10 +126,53 @@ class Delay:
 
 @dataclass(frozen=True)
 class ApiError:
-    """Answer with HTTP ``status`` and an Anthropic-style JSON error body."""
+    """Answer with HTTP ``status`` and an Anthropic-style JSON error body. ``retry_after`` (seconds)
+    sends a ``retry-after`` header; ``should_retry=False`` sends ``x-should-retry: false``, the API's
+    word that retrying is pointless (the CLI then stops at once)."""
 
     status: int = 529
     message: str = "Overloaded"
+    retry_after: float | None = None
+    should_retry: bool | None = None
+
+    def headers(self) -> dict[str, str]:
+        headers = {}
+        if self.retry_after is not None:
+            headers["retry-after"] = f"{self.retry_after:g}"
+        if self.should_retry is not None:
+            headers["x-should-retry"] = "true" if self.should_retry else "false"
+        return headers
+
+
+Reply = ToolUse | Answer
+STREAM_FAULTS = ("cut", "invalid", "error")
+
+
+@dataclass(frozen=True)
+class BrokenStream:
+    """Answer HTTP 200 and stream ``reply`` up to its first content delta, then break the stream:
+    ``cut`` closes the connection before the declared length arrived, ``invalid`` sends an SSE event
+    whose data is not JSON, ``error`` sends ``event: error`` (an overloaded_error) inside the 200
+    stream. The request failed: no usage, nothing remembered for caching."""
+
+    reply: Reply
+    fault: str = "cut"
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Stream ``reply``'s start and first content delta, then send no byte for ``seconds``, then the
+    rest: an API (or a gateway) that stops mid-answer, told apart from a model that is slow to start."""
+
+    seconds: float
+    reply: Reply
+
+
+@dataclass(frozen=True)
+class NoUsage:
+    """Stream ``reply`` complete but without any usage field in message_start and message_delta."""
+
+    reply: Reply
 
 
 @dataclass(frozen=True)
@@ -124,7 +182,7 @@ class Repeat:
     step: Step
 
 
-Step = ToolUse | Answer | Delay | ApiError | Repeat
+Step = ToolUse | Answer | Delay | ApiError | BrokenStream | Stall | NoUsage | Repeat
 
 # Anthropic error types by HTTP status (https://docs.anthropic.com/en/api/errors).
 _ERROR_TYPES: dict[int, str] = {
@@ -229,8 +287,8 @@ class _PromptCache:
     def __init__(self) -> None:
         self._seen: list[str] = []
 
-    def account(self, head: str, final: str) -> tuple[int, int, int]:
-        """(fresh_input, cache_write, cache_read) tokens for this prompt; remembers it."""
+    def account(self, head: str, final: str, *, remember: bool = True) -> tuple[int, int, int]:
+        """(fresh_input, cache_write, cache_read) tokens for this prompt; remembers it unless told not to."""
         prompt = head + final
         cached_chars = 0
         # Newest first: in a conversation each prompt extends the previous one, so the newest
@@ -246,7 +304,8 @@ class _PromptCache:
         # fresh input (the real CLI puts its last cache breakpoint on the final message).
         write_chars = max(0, len(head) - cached_chars)
         fresh_chars = len(prompt) - max(cached_chars, len(head))
-        self._seen.append(prompt)
+        if remember:
+            self._seen.append(prompt)
         return (
             max(1, fresh_chars // CHARS_PER_TOKEN),
             write_chars // CHARS_PER_TOKEN,
@@ -263,6 +322,14 @@ def _validate_script(steps: Sequence[Step]) -> None:
 
 def _validate_step(step: Any, *, top_level: bool) -> None:
     if isinstance(step, (ToolUse, Answer, ApiError)):
+        return
+    if isinstance(step, (BrokenStream, Stall, NoUsage)):
+        if not isinstance(step.reply, (ToolUse, Answer)):
+            raise TypeError(f"{type(step).__name__} streams a reply (ToolUse or Answer), not {step.reply!r}")
+        if isinstance(step, BrokenStream) and step.fault not in STREAM_FAULTS:
+            raise ValueError(f"BrokenStream fault {step.fault!r}; allowed: {', '.join(STREAM_FAULTS)}")
+        if isinstance(step, Stall) and step.seconds < 0:
+            raise ValueError(f"Stall seconds must be >= 0, got {step.seconds}")
         return
     if isinstance(step, Delay):
         if step.seconds < 0:
@@ -331,21 +398,31 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _send(self, status: int, content_type: str, payload: bytes) -> None:
+    def _send(self, status: int, content_type: str, payload: bytes, headers: dict[str, str] | None = None,
+              length: int | None = None) -> None:  # fmt: skip
+        """Send a response; `length` declares more bytes than `payload` when the rest follows (or never does)."""
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Length", str(len(payload) if length is None else length))
             self.send_header("Connection", "close")
             self.send_header("request-id", "req_scripted")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (timeout, interrupt): nothing left to tell it
+        self._write(payload)
+
+    def _write(self, payload: bytes) -> None:
+        try:
             self.wfile.write(payload)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout, interrupt): nothing left to tell it
+            pass
 
-    def _send_json(self, status: int, value: dict[str, Any]) -> None:
-        self._send(status, "application/json", json.dumps(value).encode())
+    def _send_json(self, status: int, value: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send(status, "application/json", json.dumps(value).encode(), headers)
 
 
 class ScriptedModel:
@@ -472,19 +549,44 @@ class ScriptedModel:
         if self._stopping.is_set():
             return
         if isinstance(step, ApiError):
-            handler._send_json(step.status, error_body(step.status, step.message))
+            handler._send_json(step.status, error_body(step.status, step.message), step.headers())
             return
-        assert isinstance(step, (ToolUse, Answer)), step  # guaranteed by _validate_script
+        reply = step.reply if isinstance(step, (BrokenStream, Stall, NoUsage)) else step
+        assert isinstance(reply, (ToolUse, Answer)), step  # guaranteed by _validate_script
         model = self._model_name or str(body.get("model") or DEFAULT_MODEL_NAME)
-        content, stop_reason = self._content_for(step)
-        usage = self._usage_for(body, content)
+        content, stop_reason = self._content_for(reply)
+        # A broken stream is a failed request: its usage is shown in message_start (as the API does
+        # before it fails) but neither remembered for caching nor listed among the answered usages.
+        usage = self._usage_for(body, content, answered=not isinstance(step, BrokenStream),
+                                reported=not isinstance(step, (BrokenStream, NoUsage)))  # fmt: skip
         message_id = self._new_id("msg_", self._message_ids)
-        if body.get("stream"):
-            payload = _sse_stream(message_id, model, content, stop_reason, usage)
-            handler._send(200, "text/event-stream; charset=utf-8", payload)
-        else:
+        if not body.get("stream"):
             message = _message(message_id, model, content, stop_reason, usage.as_dict())
+            if isinstance(step, NoUsage):
+                del message["usage"]
             handler._send_json(200, message)
+            return
+        events = _sse_events(message_id, model, content, stop_reason, usage, with_usage=not isinstance(step, NoUsage))
+        if isinstance(step, BrokenStream):
+            self._break_stream(handler, events, step.fault)
+        elif isinstance(step, Stall):
+            first, rest = events[:FIRST_DELTA_EVENTS], events[FIRST_DELTA_EVENTS:]
+            handler._send(200, SSE_TYPE, b"".join(first), length=len(b"".join(events)))
+            if not self._stopping.wait(step.seconds):
+                handler._write(b"".join(rest))
+        else:
+            handler._send(200, SSE_TYPE, b"".join(events))
+
+    def _break_stream(self, handler: _Handler, events: list[bytes], fault: str) -> None:
+        first = b"".join(events[:FIRST_DELTA_EVENTS])
+        if fault == "cut":  # the connection closes before the declared length arrived
+            handler._send(200, SSE_TYPE, first, length=len(b"".join(events)))
+            return
+        if fault == "invalid":
+            broken = b"event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\n\n"
+        else:
+            broken = _sse_event("error", error_body(529, "Overloaded"))
+        handler._send(200, SSE_TYPE, first + broken)
 
     def _content_for(self, step: ToolUse | Answer) -> tuple[list[dict[str, Any]], str]:
         if isinstance(step, Answer):
@@ -502,13 +604,15 @@ class ScriptedModel:
         # Fixed width so the length of everything that echoes an id back is deterministic.
         return f"{prefix}scripted{number:016d}"
 
-    def _usage_for(self, body: dict[str, Any], content: list[dict[str, Any]]) -> Usage:
+    def _usage_for(self, body: dict[str, Any], content: list[dict[str, Any]], *, answered: bool = True,
+                   reported: bool = True) -> Usage:  # fmt: skip
         head, final = prompt_text(body)
         output = max(1, len(json.dumps(content, sort_keys=True)) // CHARS_PER_TOKEN)
         with self._lock:
-            fresh, write, read = self._cache.account(head, final)
+            fresh, write, read = self._cache.account(head, final, remember=answered)
             usage = Usage(fresh, write, read, output)
-            self._usages.append(usage)
+            if reported:
+                self._usages.append(usage)
         return usage
 
 
@@ -535,39 +639,37 @@ def _sse_event(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def _sse_stream(
+def _sse_events(
     message_id: str,
     model: str,
     content: list[dict[str, Any]],
     stop_reason: str,
     usage: Usage,
-) -> bytes:
-    """The whole SSE body of one streamed message, in the real API's event order."""
+    *,
+    with_usage: bool = True,
+) -> list[bytes]:
+    """The SSE events of one streamed message, in the real API's event order."""
     # message_start reports the input side; output is only known at the end (message_delta).
-    start_usage = {**usage.input_fields(), "output_tokens": 0}
-    events = [_sse_event("message_start", {
-        "type": "message_start",
-        "message": _message(message_id, model, [], None, start_usage),
-    })]
+    start = _message(message_id, model, [], None, {**usage.input_fields(), "output_tokens": 0})
+    delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                             "usage": usage.as_dict()}  # fmt: skip
+    if not with_usage:
+        del start["usage"], delta["usage"]
+    events = [_sse_event("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(content):
         if block["type"] == "text":
             opening = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": block["text"]}
+            change = {"type": "text_delta", "text": block["text"]}
         else:
             opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            change = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         events.append(_sse_event("content_block_start", {
             "type": "content_block_start", "index": index, "content_block": opening,
         }))
         events.append(_sse_event("content_block_delta", {
-            "type": "content_block_delta", "index": index, "delta": delta,
+            "type": "content_block_delta", "index": index, "delta": change,
         }))
         events.append(_sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(_sse_event("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-        "usage": usage.as_dict(),
-    }))
+    events.append(_sse_event("message_delta", delta))
     events.append(_sse_event("message_stop", {"type": "message_stop"}))
-    return b"".join(events)
-
+    return events

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .api_faults import CREDENTIAL_FIX, DEFAULT_STOP_AFTER_API_FAILURES, KIND_CREDENTIALS
 from .config import Bench, BenchConfigError, did_you_mean
 from .names import NAME_RULE, name_problem
 from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
@@ -105,15 +106,19 @@ class CellTally:
     invalid: int = 0
     errors: int = 0
     spent: float = 0.0  # cost-equivalent tokens of this sitting's trials
+    usage_unknown: int = 0  # trials whose replies came without usage: their tokens are not in `spent`
     scored_after: int | None = None
     stale_scoring: int = 0  # scored under the current conditions but an older scoring: --bench-rescore
     duplicates: list[str] = field(default_factory=list)  # sample ids stored more than once (counted once)
     blocked: int = 0  # trials in which the sandbox kept the arm's own program from what it needs
     blocked_lines: list[str] = field(default_factory=list)  # what it kept, each line once
 
-    def count(self, status: str, outcome: str | None, cost: float = 0.0, blocked: Sequence[str] = ()) -> None:
+    def count(
+        self, status: str, outcome: str | None, cost: float = 0.0, blocked: Sequence[str] = (), *, unmetered: bool = False
+    ) -> None:
         self.recorded += 1
         self.spent += cost
+        self.usage_unknown += unmetered
         if blocked:
             self.blocked += 1
             self.blocked_lines += [line for line in blocked if line not in self.blocked_lines]
@@ -174,9 +179,87 @@ def summary_lines(
             lines.append(f"    {len(tally.duplicates)} duplicate sample line(s) counted once: {shown}")
     if spent is not None:
         limit = f" of a budget of {budget:,}" if budget else ""
-        lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}")
+        unknown = sum(tally.usage_unknown for tally in tallies)
+        unmetered = f", not counting {unknown} trial(s) whose replies came without usage" if unknown else ""
+        lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}{unmetered}")
     lines.append(f"store: {store_path}")
     return lines
+
+
+STOP_PREFIX = "benchcell stops the sitting: "
+
+
+def unmetered(sample: Mapping[str, Any]) -> bool:
+    """Replies came, but not their usage (a gateway that drops usage fields): the trial's spend is unknown."""
+    usage = sample.get("usage")
+    total = usage.get("total") if isinstance(usage, dict) else None
+    return total is None and bool(sample.get("turns"))
+
+
+@dataclass
+class SittingStop:
+    """Whether a sitting can still succeed, judged after each recorded trial, in the order they were
+    recorded. A sitting stops when the model API refused the credentials (no trial can succeed until
+    they are fixed), when `after_api_failures` trials in a row ended by the API (an outage: every
+    further trial would wait out its backstop or the CLI's retries), and, under a token budget, when
+    a trial's replies came without usage (the budget cannot be kept unmetered). Other errors (a
+    provisioning failure) neither count nor break a run of API failures; a scored or invalid trial does.
+
+    `reason` is the whole message (the sitting summary); `headline` is what pytest prints as it stops
+    ("Interrupted: ..."), STOP_PREFIX first, so a stop a worker decided is known for the sitting's."""
+
+    after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES
+    budget: bool = False
+    api_failures_in_row: int = 0
+    reason: str | None = None
+    headline: str | None = None
+
+    def record(self, trial: str, status: str, api_error: Mapping[str, Any] | None, *, unmetered: bool = False) -> str | None:
+        """Take one trial's verdict; the headline of the stop, once there is one."""
+        if self.headline is not None:
+            return self.headline
+        if api_error is not None:
+            said = _fault_words(api_error)
+            if api_error.get("kind") == KIND_CREDENTIALS:
+                return self._stop(
+                    f"the model API refused the credentials in {trial} ({said})",
+                    f"no trial of this sitting can succeed; {CREDENTIAL_FIX}",
+                )
+            self.api_failures_in_row += 1
+            if self.api_failures_in_row >= self.after_api_failures:
+                return self._stop(
+                    f"{self.api_failures_in_row} trials in a row ended by the model API (the last, {trial}: {said})",
+                    f"[bench] stop_after_api_failures = {self.after_api_failures}; run the sitting again once the API answers",
+                )
+        elif status != STATUS_ERROR:
+            self.api_failures_in_row = 0
+        if self.budget and unmetered:
+            return self._stop(
+                f"the model API reported no usage for the replies of {trial}",
+                "--bench-budget cannot be kept unmetered (a gateway that drops usage fields?); the trial's usage is "
+                "stored as unknown",
+            )
+        return None
+
+    def _stop(self, what: str, then: str) -> str:
+        self.headline = f"{STOP_PREFIX}{what}"
+        self.reason = f"{what}: {then}"
+        return self.headline
+
+
+def _fault_words(api_error: Mapping[str, Any]) -> str:
+    status = api_error.get("status")
+    attempts = api_error.get("attempts")
+    http = f"HTTP {status} " if status is not None else ""
+    return f"{http}{api_error.get('error')} on {attempts} attempt{'s' if attempts != 1 else ''}"
+
+
+def stop_line(reason: str, planned: int, recorded: int) -> str:
+    """The summary's line on a sitting that stopped early, and what stayed unused."""
+    left = max(0, planned - recorded)
+    why = reason[len(STOP_PREFIX):] if reason.startswith(STOP_PREFIX) else reason
+    unused = f"; {left} planned trial(s) did not run (their numbers stay unused)" if left else ""
+    return f"the sitting stopped: {why}{unused}"
 
 
 @dataclass
@@ -196,4 +279,5 @@ class SittingState:
     exec_audit: str = ""  # "on (strace ...)" or "off (why)": shown in the header
     sandbox: str = ""  # "on (bubblewrap ...)" or "off (why)": shown in the header
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
+    stop: SittingStop = field(default_factory=SittingStop)  # whether the sitting can still succeed
     extra: dict[str, Any] = field(default_factory=dict)

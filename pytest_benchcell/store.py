@@ -281,12 +281,22 @@ def _tokens_text(sample: Mapping[str, Any]) -> str:
     return ",".join(values)
 
 
+def agent_ms(sample: Mapping[str, Any]) -> Any:
+    """The agent's time: the trial's duration_ms less the model API's retry waits (api_wait_ms). The
+    index keeps this as the row's duration (a sample without api_wait_ms, from before it existed,
+    keeps its duration), so every report leaves the API's waits out."""
+    duration, waited = sample.get("duration_ms"), sample.get("api_wait_ms")
+    if type(duration) is int and type(waited) is int and 0 < waited <= duration:
+        return duration - waited
+    return duration
+
+
 def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
     """One index row (without its own checksum): what counting and reports need of a sample."""
     fields = (
         _ROW_TAG, sample.get("id"), start, end, f"{crc:08x}", sample.get("status"), conditions_of(sample),
         scoring_of(sample), sample.get("outcome"), sample.get("rescore_of"), _tokens_text(sample), sample.get("turns"),
-        sample.get("duration_ms"), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
+        agent_ms(sample), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
         "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
         sample.get("trial"), sample.get("sitting"),
     )  # fmt: skip
@@ -395,7 +405,7 @@ def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -
         "outcome": fields[_F_OUTCOME] or None,
         "usage": {"total": total},
         "turns": _number(rest[_R_TURNS], int),
-        "duration_ms": _number(rest[_R_DURATION], int),
+        "duration_ms": _number(rest[_R_DURATION], int),  # the agent's time (agent_ms): the API's retry waits left out
         "cost_usd": _number(rest[_R_COST], float),
         "model": rest[_R_MODEL] or None,
         "tier": rest[_R_TIER] or None,

@@ -41,8 +41,10 @@ harness saw them. Strings are redacted exactly like the sample (secrets.redact w
 ``model_response``
     ``request`` (the request it answers), ``message_id``, ``model``, ``stop_reason``, ``usage`` (that
     request's own tokens: ``fresh_input``, ``cache_write``, ``cache_read``, ``output``), ``complete``
-    (false when the stream stopped before the response's final usage: then usage is what its start
-    reported, output 0). Emitted when the response ends, so after its ``text``/``thinking``/``tool_use``.
+    (false when the stream stopped before the response's final usage, or the harness cut it off
+    (backstop, stall): then usage is what it reported so far and ``stop_reason`` null; the closing
+    events the CLI makes up after an interrupt are not the API's and are ignored). Emitted when the
+    response ends, so after its ``text``/``thinking``/``tool_use``.
 ``text`` / ``thinking``
     ``message_id``, ``text`` / ``thinking``: the assistant's text and its thinking, one block each.
 ``tool_use``
@@ -57,7 +59,9 @@ harness saw them. Strings are redacted exactly like the sample (secrets.redact w
 ``api_error``
     ``error``, ``text``: a failed model request, as the CLI reported it.
 ``system``
-    ``subtype``, ``data``: any other system message of the CLI.
+    ``subtype``, ``data``: any other system message of the CLI; among them ``api_retry`` (``data``:
+    ``attempt``, ``max_retries``, ``retry_delay_ms``, ``error_status``, ``error``), one per failed
+    attempt of a model request the CLI retries.
 ``result``
     The CLI's final result: ``subtype``, ``is_error``, ``terminal_reason``, ``stop_reason``,
     ``result`` (final answer), ``num_turns``, ``duration_ms``, ``duration_api_ms``,
@@ -65,8 +69,16 @@ harness saw them. Strings are redacted exactly like the sample (secrets.redact w
     components), ``permission_denials``.
 ``backstop``
     ``wall_clock_ms``: the harness stopped the run at the wall-clock backstop.
+``api_stall``
+    ``stall_ms``: the harness stopped the run: the model API sent no byte for this long while a
+    request was open (``[bench] api_stall_ms``).
+``api_refused``
+    ``attempts``: the harness stopped the run: the API refused the credentials this many times in a row.
+``api_fault``
+    ``fault`` (``failing``, ``credentials``, ``stalled``), ``status``, ``error``, ``attempts``,
+    ``reason``: the model API ended the run (api_faults.classify); the sample's ``api_error``.
 ``error``
-    ``error``: the SDK or CLI failed (a harness error, not the agent's).
+    ``error``: the SDK or CLI failed (a harness error, not the agent's), when no ``api_fault`` says why.
 ``ended``
     The last line: the trial as recorded: ``status``, ``outcome``, ``reason`` (a later rescore is
     in the store, not here).

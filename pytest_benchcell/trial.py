@@ -6,6 +6,9 @@ Every way a trial can end produces exactly one complete sample, appended once:
 - scored (pass, incorrect, confused, hung): the agent's doing;
 - invalid: a tool outside the arm actually ran (audit), never scored;
 - error: the harness failed (provisioning, a hook, the model API, the CLI), not the agent's fault.
+  A trial the model API ended (api_faults.classify: the CLI gave up on it, was still retrying it at
+  the backstop, it stalled, it refused the credentials) is an error naming the status, the error
+  category and the attempts, and carries `api_error`; an error sample keeps no final answer.
 Anything else that ends a trial early is recorded too, after teardown, and then passed on: an
 interrupt (Ctrl-C, SIGTERM, a pytest-timeout, pytest.exit) as `error: interrupted: ...`, a bug of
 the harness itself as `error: internal: <exception type>: ...` (re-raised so its traceback shows).
@@ -338,7 +341,8 @@ def _record(spec: TrialSpec, sample: dict[str, Any]) -> dict[str, Any]:
 # What an `error` sample keeps when the full sample could not be stored: identity, spend, provenance.
 _KEPT_ON_STORE_FAILURE = (
     "schema", "id", "sitting", "arm", "task", "tier", "bonus", "trial", "started_at", "ended_at", "model",
-    "model_kind", "usage", "turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "provenance", "transcript",
+    "model_kind", "usage", "turns", "duration_ms", "api_wait_ms", "cost_usd", "result_subtype", "bounds", "provenance",
+    "transcript", "api_error",
 )  # fmt: skip
 
 
@@ -372,6 +376,8 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
         "usage": {"total": zero_tokens(), "by_model": {}},
         "turns": 0,
         "duration_ms": 0,
+        "api_wait_ms": 0,
+        "api_retries": 0,
         "cost_usd": None,
         "status": STATUS_ERROR,
         "outcome": None,
@@ -397,6 +403,7 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
         },
         "exec_audit": None,  # what the execution audit saw, when it ran
         "sandbox_blocked": [],  # failures of the arm's own programs the sandbox caused (isolation/blocked.py)
+        "api_error": None,  # the model API ended the trial: {kind, status, error, attempts} (api_faults.py)
     }
 
 
@@ -404,6 +411,8 @@ def _mark(sample: dict[str, Any], status: str, outcome: str | None, reason: str)
     sample["status"] = status
     sample["outcome"] = outcome
     sample["reason"] = reason
+    if status == STATUS_ERROR:
+        sample["final_answer"] = ""  # whatever the CLI said then (its error text) is no answer of the agent
 
 
 def _run_and_score(
@@ -474,6 +483,7 @@ def _run_and_score(
             cli_path=confined.cli_path,
             startup_wait_s=mcp_wait(bench, arm).seconds,
             recorder=recorder,
+            api_stall_ms=bench.api_stall_ms,
         )
         result = agent_runner(request)
         if scripted_model is not None:
@@ -547,6 +557,9 @@ def _fill_measurements(sample: dict[str, Any], result: AgentResult) -> None:
     sample["turns"] = result.replies
     sample["cli_num_turns"] = result.turns
     sample["duration_ms"] = result.duration_ms
+    # The CLI's waits between attempts of failing model requests: the API's time, within duration_ms.
+    sample["api_wait_ms"] = min(result.api_wait_ms, result.duration_ms)
+    sample["api_retries"] = len(result.api.retries)
     sample["cost_usd"] = result.cost_usd
     sample["result_subtype"] = result.subtype
     sample["final_answer"] = result.final_answer
@@ -625,8 +638,13 @@ def _score(
         more = f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""
         _mark(sample, STATUS_INVALID, None, f"foreign tool call ran: {leaks[0]}{more}")
         return
+    if result.api_fault is not None:
+        sample["api_error"] = result.api_fault.as_dict()
+        _mark(sample, STATUS_ERROR, None, result.api_fault.reason)
+        return
     if result.hung:
-        _mark(sample, STATUS_SCORED, OUTCOME_HUNG, f"wall-clock backstop of {spec.wall_clock_ms} ms reached")
+        waited = f" ({result.api_wait_ms / 1000:.1f} s of it waiting on the model API's retries)" if result.api_wait_ms else ""
+        _mark(sample, STATUS_SCORED, OUTCOME_HUNG, f"wall-clock backstop of {spec.wall_clock_ms} ms reached{waited}")
         return
     if result.error:
         detail = f" (CLI said: {result.stderr_tail[-1]})" if result.stderr_tail else ""

@@ -162,8 +162,12 @@ def test_a_model_api_error_is_an_error_not_an_agent_failure(pytester: pytest.Pyt
     result = sitting(pytester, "bare", "say-hello", "--bench-trials", "1")
     result.assert_outcomes(errors=1)
     (sample,) = samples(pytester, "bare", "say-hello")
-    assert sample["status"] == "error" and "model API error 500" in sample["reason"]
+    # A scripted sitting lets the CLI retry once (CLAUDE_CODE_MAX_RETRIES=1): two attempts, then it gives up.
+    assert sample["status"] == "error"
+    assert sample["reason"].startswith("model API error: HTTP 500 server_error on 2 attempts, the CLI gave up")
+    assert sample["api_error"] == {"kind": "failing", "status": 500, "error": "server_error", "attempts": 2}
     assert sample["usage"]["total"] is None and sample["turns"] == 0  # no response: unknown, not zero
+    assert sample["final_answer"] == "" and sample["api_retries"] == 1 and 0 < sample["api_wait_ms"] < 2000
 
 
 def test_scripted_samples_never_mix_with_real_ones(pytester: pytest.Pytester) -> None:

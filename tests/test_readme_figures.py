@@ -213,3 +213,23 @@ def test_equivalence_is_the_whole_confidence_sequence_inside_the_margin() -> Non
     assert decision.decision == "equivalent" and -math.log(1.2) < low < high < math.log(1.2)
     narrower = st.compare_paired(differences, metric="tokens", alpha=0.05, margin=high * 0.99)
     assert narrower.decision == "undecided"  # the interval reaches past this margin
+
+
+def test_the_readme_figure_of_the_api_classification_meets_its_target() -> None:
+    # The README quotes benchmarks/api_classification.py; a quoted figure past its stated target is a false promise.
+    import importlib.util
+
+    repo = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("api_classification", repo / "benchmarks" / "api_classification.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (row,) = [line for line in README.splitlines() if line.startswith("|") and "benchmarks/api_classification.py" in line]
+    target = re.search(r"\| <= ([\d.]+) ms for a long trial: met \|$", row)
+    assert target and float(target.group(1)) == script.TARGET_MS_PER_TRIAL
+    quoted = re.search(r"([\d.]+) to ([\d.]+) ms for a long trial \(([\d,]+) messages: (\d+) replies of (\d+) deltas", row)
+    assert quoted and max(float(quoted.group(1)), float(quoted.group(2))) <= script.TARGET_MS_PER_TRIAL
+    # The trial the figure is about is the script's default one.
+    assert f"[--replies {quoted.group(4)}] [--deltas {quoted.group(5)}]" in str(script.__doc__)  # its defaults
+    messages = script.trial_stream(int(quoted.group(4)), int(quoted.group(5)))
+    assert f"{len(messages):,}" == quoted.group(3)

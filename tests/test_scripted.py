@@ -15,9 +15,12 @@ import pytest
 from pytest_benchcell.scripted import (
     Answer,
     ApiError,
+    BrokenStream,
     Delay,
+    NoUsage,
     Repeat,
     ScriptedModel,
+    Stall,
     ToolUse,
     prompt_text,
 )
@@ -242,6 +245,110 @@ def test_api_error_answers_with_the_status_and_an_anthropic_error_body(serve, st
 
 def test_api_error_defaults_to_overloaded():
     assert ApiError() == ApiError(529, "Overloaded")
+
+
+def test_api_error_sends_retry_after_and_x_should_retry(serve):
+    model = serve([ApiError(429, "slow down", retry_after=1.5), ApiError(401, "bad key", should_retry=False),
+                   ApiError(401, "bad key")])
+
+    assert post(model, request())[1]["retry-after"] == "1.5"
+    assert post(model, request())[1]["x-should-retry"] == "false"
+    assert "x-should-retry" not in post(model, request())[1]  # the API's default: the client decides
+
+
+def read_raw(model: ScriptedModel, timeout: float = 10) -> tuple[int, dict[str, str], bytes, bool]:
+    """Status, headers, the bytes that came and whether the declared length arrived (or the read timed out)."""
+    address = urlsplit(model.base_url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
+    try:
+        connection.request("POST", MESSAGES_PATH, body=json.dumps(request()).encode(),
+                           headers={"content-type": "application/json"})
+        response = connection.getresponse()
+        headers = {k.lower(): v for k, v in response.getheaders()}
+        chunks = []
+        try:
+            while chunk := response.read1(65536):
+                chunks.append(chunk)
+        except TimeoutError:
+            pass
+        payload = b"".join(chunks)
+        return response.status, headers, payload, len(payload) == int(headers["content-length"])
+    finally:
+        connection.close()
+
+
+def test_a_cut_stream_closes_before_its_declared_length_and_the_retry_gets_the_next_step(serve):
+    model = serve([BrokenStream(Answer("hello there"), "cut"), Answer("hello there")])
+
+    status, headers, payload, whole = read_raw(model)
+
+    assert (status, whole) == (200, False)
+    assert len(payload) < int(headers["content-length"])
+    assert [name for name, _ in parse_sse(payload)] == ["message_start", "content_block_start", "content_block_delta"]
+    assert model.usages == []  # a failed request: no usage, nothing remembered for caching
+    assert final_text(stream_of(model, request())) == "hello there"
+    assert usage_of(stream_of(model, request()))["cache_read_input_tokens"] > 0  # only the answered one cached
+
+
+def test_an_invalid_event_and_an_error_event_break_a_200_stream(serve):
+    model = serve([BrokenStream(Answer("x"), "invalid"), BrokenStream(Answer("x"), "error")])
+
+    invalid = post(model, request())[2].decode().split("\n\n")
+    error = parse_sse(post(model, request())[2])
+
+    with pytest.raises(ValueError):
+        json.loads(invalid[3].split("data: ", 1)[1])
+    assert error[-1] == ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    assert model.usages == []
+
+
+def test_a_stall_sends_the_start_then_no_byte(serve):
+    model = serve([Stall(30, Answer("hello there"))])
+
+    status, headers, payload, whole = read_raw(model, timeout=0.5)
+
+    assert (status, whole) == (200, False)
+    assert [name for name, _ in parse_sse(payload)] == ["message_start", "content_block_start", "content_block_delta"]
+    model.stop()  # cuts the stall short
+
+
+def test_a_short_stall_completes_the_reply(serve):
+    model = serve([Stall(0.05, Answer("hello there"))])
+
+    events = stream_of(model, request())
+
+    assert final_text(events) == "hello there" and events[-1][0] == "message_stop"
+    assert len(model.usages) == 1
+
+
+def test_no_usage_streams_a_whole_reply_without_any_usage_field(serve):
+    model = serve([NoUsage(Answer("hello")), NoUsage(Answer("again"))])
+
+    events = stream_of(model, request())
+    plain = json.loads(post(model, request(stream=False))[2])
+
+    assert final_text(events) == "hello" and events[-1][0] == "message_stop"
+    assert all("usage" not in data and "usage" not in data.get("message", {}) for _, data in events)
+    assert "usage" not in plain and plain["content"][0]["text"] == "again"
+    assert model.usages == []
+
+
+@pytest.mark.parametrize(("step", "error"), [
+    (BrokenStream(ApiError(), "cut"), TypeError),  # type: ignore[arg-type]
+    (BrokenStream(Answer("a"), "reset"), ValueError),
+    (Stall(-1, Answer("a")), ValueError),
+    (NoUsage(Delay(1, Answer("a"))), TypeError),  # type: ignore[arg-type]
+])
+def test_malformed_fault_steps_are_rejected(step, error):
+    with pytest.raises(error):
+        ScriptedModel([step])
+
+
+def test_faults_can_repeat_and_be_delayed(serve):
+    model = serve([Delay(0.01, NoUsage(Answer("late"))), Repeat(ApiError(500, "down"))])
+
+    assert final_text(stream_of(model, request())) == "late"
+    assert [post(model, request())[0] for _ in range(3)] == [500, 500, 500]
 
 
 def test_repeat_plays_forever_and_is_never_consumed(serve):

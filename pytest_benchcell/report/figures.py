@@ -813,7 +813,7 @@ def _notices(report: Report, context: _Context) -> list[str]:
     if report.store.usage_unknown:
         notes.append(
             f"Left out of token figures: {plural(report.store.usage_unknown, 'scored sample')} with unknown usage "
-            "(no model reply was ever reported); their outcomes count."
+            "(no model reply came, or replies came without usage); their outcomes count."
         )
     if len(report.store.stores) > 1:
         notes.append(f"Read {len(report.store.stores)} stores as one, each sample id once: {', '.join(report.store.stores)}.")
