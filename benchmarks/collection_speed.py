@@ -39,7 +39,9 @@ from pathlib import Path
 
 from pytest_benchcell.config import load_bench
 from pytest_benchcell.sample import Definition
-from pytest_benchcell.store import INDEX_SUFFIX, Cell, Store, _index_rows_for, _json_line
+from pytest_benchcell.store import INDEX_SUFFIX, Cell, Store
+from pytest_benchcell.store.index import index_rows_for
+from pytest_benchcell.store.lines import json_line
 
 TARGET_SECONDS = 0.5
 SITTING_SIZE = 5
@@ -143,14 +145,14 @@ def build_store(root: Path, arms: int, tasks: int, depth: int, definitions: dict
             for trial in range(1, depth + 1):
                 sample = make_sample(rng, arm, task, trial, definitions[(arm, task)])
                 scored += sample["status"] == "scored"
-                pairs.append((sample, _json_line(sample)))
+                pairs.append((sample, json_line(sample)))
             payload = b"".join(line for _, line in pairs)
             (arm_dir / f"{task}.jsonl").write_bytes(payload)
             # the per-cell index Store.append keeps beside the samples, byte for byte
             index = arm_dir / f"{task}{INDEX_SUFFIX}"
-            index.write_bytes(_index_rows_for(arm_dir / f"{task}.jsonl", index, 0, pairs))
+            index.write_bytes(index_rows_for(arm_dir / f"{task}.jsonl", index, 0, pairs))
             reservations = [
-                _json_line({"trials": list(range(first, min(first + SITTING_SIZE, depth + 1))),
+                json_line({"trials": list(range(first, min(first + SITTING_SIZE, depth + 1))),
                             "sitting": f"20251202T1200{first // SITTING_SIZE:04d}Z-abcdef"})  # fmt: skip
                 for first in range(1, depth + 1, SITTING_SIZE)
             ]

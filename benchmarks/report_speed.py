@@ -33,7 +33,8 @@ import tracemalloc
 from pathlib import Path
 
 from pytest_benchcell.report import ReportSettings, build_report, render_json, render_markdown, render_terminal
-from pytest_benchcell.store import INDEX_SUFFIX, Store, _index_rows_for
+from pytest_benchcell.store import INDEX_SUFFIX, Store
+from pytest_benchcell.store.index import index_rows_for
 
 TARGET_SECONDS = 5.0
 TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
@@ -107,7 +108,7 @@ def generate(root: Path, arms: int, tasks: int, trials: int, seed: int = 0) -> t
             # The per-cell index Store.append keeps beside the samples, byte for byte.
             index = folder / f"{task}{INDEX_SUFFIX}"
             pairs = [(sample, (line + "\n").encode()) for sample, line in zip(samples, lines)]
-            index.write_bytes(_index_rows_for(folder / f"{task}.jsonl", index, 0, pairs))
+            index.write_bytes(index_rows_for(folder / f"{task}.jsonl", index, 0, pairs))
             count += len(lines)
             size += len(payload)
     return count, size
