@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from sample_factory import cell_samples, of_bench, scripted_bench, write_samples
+from sample_factory import SMALL_BENCH, cell_samples, of_bench, scripted_bench, write_samples
 
 from pytest_benchcell.cli import main, parse_weights
 
@@ -118,34 +117,7 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
     if not hasattr(config, "load_bench"):
         pytest.skip("config.load_bench is not available")
     bench = tmp_path / "bench.toml"
-    bench.write_text(
-        textwrap.dedent(
-            """
-            [bench]
-            model = "claude-sonnet-4-5"
-            store = "results"
-            floor = 2
-
-            [pricing]
-            output = 4
-
-            [arms.cli]
-            tools = ["Bash"]
-
-            [arms.mcp]
-            tools = ["Read"]
-
-            [tasks.t1]
-            tier = "read"
-            intent = "How many issues are open?"
-            required_facts = ["5"]
-
-            [tasks.t2]
-            tier = "multi-step"
-            intent = "Close the bug."
-            """
-        )
-    )
+    bench.write_text(SMALL_BENCH + '\n[tasks.t2]\ntier = "multi-step"\nintent = "Close the bug."\n\n[pricing]\noutput = 4\n')
     write_samples(tmp_path / "results", [of_bench(sample, bench) for sample in cell_samples("cli", "t1", 3, tier="read")])
     path = tmp_path / "r.json"
     assert main(["report", "--config", str(bench), "--json", str(path)]) == 0
