@@ -34,13 +34,15 @@ It prints the table and exits 1 when a goal is missed.
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import harness
+from harness import Row, share
 
 from pytest_benchcell.allocation import DIFFERS, EQUIVALENT, judge, plan_decisions
 
@@ -160,18 +162,6 @@ def wrong(history: History, effects: Mapping[str, tuple[float, float]]) -> bool:
     return any(truth(effects, a, b, metric) == 0 for a, b, metric in history.ever_differs)
 
 
-def share(hits: int, n: int) -> str:
-    return f"{100 * hits / n:5.1f}% ({hits}/{n})"
-
-
-@dataclass
-class Row:
-    what: str
-    measured: str
-    goal: str
-    met: bool | None
-
-
 def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> list[Row]:
     rows = []
     for label, effects, saving_goal in WORLDS:
@@ -208,12 +198,10 @@ def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> lis
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--histories", type=int, default=100, help="histories per world and size (default 100)")
-    parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--quick", action="store_true", help="20 histories, for a first look")
-    parser.add_argument("--tasks", type=int, nargs="*", default=[8, 20])
-    args = parser.parse_args(argv)
+    args = harness.parser(
+        __doc__, histories=(100, "histories per world and size (default 100)"), seed=17,
+        quick=(False, "20 histories, for a first look"), tasks=[8, 20],
+    ).parse_args(argv)  # fmt: skip
     histories = 20 if args.quick else args.histories
     rng = random.Random(args.seed)
     started = time.perf_counter()
@@ -222,13 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(Row(f"-- {tasks} tasks x 4 arms, 3 comparisons x 2 metrics, one trial per cell per equal sitting", "", "", None))
         rows += measure(rng, tasks, histories, horizon=120 if tasks <= 8 else 60)
         print(f"  [{tasks} tasks: {time.perf_counter() - started:.0f} s]", file=sys.stderr, flush=True)
-    width = max(len(r.what) for r in rows)
-    print(f"{'measurement'.ljust(width)}  {'measured':>18}  {'goal':>14}  met")
-    for row in rows:
-        met = "" if row.met is None else "yes" if row.met else "NO"
-        print(f"{row.what.ljust(width)}  {row.measured:>18}  {row.goal:>14}  {met}".rstrip())
-    print(f"({histories} histories per world and size; seed {args.seed}; {time.perf_counter() - started:.0f} s)")
-    return 0 if all(row.met is not False for row in rows) else 1
+    return harness.print_rows(rows, f"({histories} histories per world and size; seed {args.seed}; {time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ It prints the table and exits 1 when a goal is missed. Takes a few minutes on on
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import sys
@@ -43,6 +42,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import harness
+from harness import Row, share
 
 from pytest_benchcell import statistics as stats
 from pytest_benchcell.report import ReportSettings, build_report
@@ -147,24 +149,12 @@ def identical(rng: random.Random, tasks: int, trials: int, log_sd: float = 1.0) 
 
 
 # -- measurements -------------------------------------------------------------------------------------------
-@dataclass
-class Row:
-    what: str
-    measured: str
-    goal: str
-    met: bool | None
-
-
 def binomial_two_sided(k: int, m: int) -> float:
     """Exact two-sided binomial test of k successes in m at 1/2 (the classical sign test)."""
     if m == 0:
         return 1.0
     tail = sum(math.comb(m, i) for i in range(min(k, m - k) + 1)) / 2**m
     return min(1.0, 2 * tail)
-
-
-def share(hits: int, n: int) -> str:
-    return f"{100 * hits / n:5.1f}% ({hits}/{n})"
 
 
 def per_arm_coverage(rng: random.Random, histories: int) -> list[Row]:
@@ -381,12 +371,10 @@ def mde_claim_rate(rng: random.Random, histories: int) -> list[Row]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--histories", type=int, default=1000, help="histories per measurement (default 1000)")
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--quick", action="store_true", help="200 histories, for a first look")
-    parser.add_argument("--only", help="run only the sections whose title contains this text")
-    args = parser.parse_args(argv)
+    args = harness.parser(
+        __doc__, histories=(1000, "histories per measurement (default 1000)"), seed=13,
+        quick=(False, "200 histories, for a first look"), only=(None, "run only the sections whose title contains this text"),
+    ).parse_args(argv)  # fmt: skip
     histories = 200 if args.quick else args.histories
     rng = random.Random(args.seed)
     started = time.perf_counter()
@@ -406,14 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(Row(f"-- {title}", "", "", None))
         rows += measure(rng, n)
         print(f"  [{title}: {time.perf_counter() - started:.0f} s]", file=sys.stderr, flush=True)
-    width = max(len(r.what) for r in rows)
-    print(f"{'measurement'.ljust(width)}  {'measured':>18}  {'goal':>14}  met")
-    for row in rows:
-        met = "" if row.met is None else "yes" if row.met else "NO"
-        print(f"{row.what.ljust(width)}  {row.measured:>18}  {row.goal:>14}  {met}".rstrip())
-    print(f"({histories} histories per row unless stated by the section; seed {args.seed}; "
-          f"{time.perf_counter() - started:.0f} s)")  # fmt: skip
-    return 0 if all(row.met is not False for row in rows) else 1
+    return harness.print_rows(rows, f"({histories} histories per row unless stated by the section; seed {args.seed}; "
+                                    f"{time.perf_counter() - started:.0f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":

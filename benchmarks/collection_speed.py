@@ -26,20 +26,22 @@ It also times, in this process, the store calls a collect-only sitting makes per
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import harness
+
 from pytest_benchcell.config import load_bench
 from pytest_benchcell.sample import Definition
-from pytest_benchcell.store import INDEX_SUFFIX, Cell, Store, _index_rows_for, _json_line
+from pytest_benchcell.store import INDEX_SUFFIX, Cell, Store
+from pytest_benchcell.store.index import index_rows_for
+from pytest_benchcell.store.lines import json_line
 
 TARGET_SECONDS = 0.5
 SITTING_SIZE = 5
@@ -143,14 +145,14 @@ def build_store(root: Path, arms: int, tasks: int, depth: int, definitions: dict
             for trial in range(1, depth + 1):
                 sample = make_sample(rng, arm, task, trial, definitions[(arm, task)])
                 scored += sample["status"] == "scored"
-                pairs.append((sample, _json_line(sample)))
+                pairs.append((sample, json_line(sample)))
             payload = b"".join(line for _, line in pairs)
             (arm_dir / f"{task}.jsonl").write_bytes(payload)
             # the per-cell index Store.append keeps beside the samples, byte for byte
             index = arm_dir / f"{task}{INDEX_SUFFIX}"
-            index.write_bytes(_index_rows_for(arm_dir / f"{task}.jsonl", index, 0, pairs))
+            index.write_bytes(index_rows_for(arm_dir / f"{task}.jsonl", index, 0, pairs))
             reservations = [
-                _json_line({"trials": list(range(first, min(first + SITTING_SIZE, depth + 1))),
+                json_line({"trials": list(range(first, min(first + SITTING_SIZE, depth + 1))),
                             "sitting": f"20251202T1200{first // SITTING_SIZE:04d}Z-abcdef"})  # fmt: skip
                 for first in range(1, depth + 1, SITTING_SIZE)
             ]
@@ -161,12 +163,10 @@ def build_store(root: Path, arms: int, tasks: int, depth: int, definitions: dict
 
 
 def collect(folder: Path) -> tuple[float, str]:
-    started = time.perf_counter()
-    result = subprocess.run(COMMAND, cwd=folder, capture_output=True, text=True, timeout=120)
-    elapsed = time.perf_counter() - started
+    result = harness.run_sitting(COMMAND, folder, timeout_s=120)
     if result.returncode != 0:
         raise SystemExit(f"collection failed (exit {result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return elapsed, result.stdout
+    return result.wall_s, result.stdout
 
 
 def set_store(folder: Path, arms: int, tasks: int, store: Path) -> None:
@@ -174,13 +174,9 @@ def set_store(folder: Path, arms: int, tasks: int, store: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", type=int, default=10)
-    parser.add_argument("--tasks", type=int, default=20)
-    parser.add_argument("--depth", type=int, default=500, help="samples per cell")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--keep", default=None, help="build in this folder and keep it")
-    args = parser.parse_args()
+    args = harness.parser(
+        __doc__, arms=10, tasks=20, depth=(500, "samples per cell"), runs=5, keep=(None, "build in this folder and keep it")
+    ).parse_args()
 
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="benchcell-collect-"))
     base.mkdir(parents=True, exist_ok=True)

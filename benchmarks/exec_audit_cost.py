@@ -23,7 +23,6 @@ interpreter), once with the interpreter's own folder first on PATH.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -33,6 +32,8 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+
+import harness
 
 from pytest_benchcell.isolation.exec_audit import ExecAudit, ExecPolicy, check_records, find_tracer
 
@@ -61,9 +62,7 @@ def timed(argv: list[str], cwd: Path) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20)
-    args = parser.parse_args()
+    args = harness.parser(__doc__, runs=20).parse_args()
     tracer = find_tracer()
     if not tracer.available:
         print(f"the execution audit cannot run here: {tracer.reason}")

@@ -17,13 +17,14 @@ be written).
 
 from __future__ import annotations
 
-import argparse
 import compileall
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import harness
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_benchcell"
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
@@ -56,9 +57,7 @@ def one_run() -> tuple[float, float, list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
-    args = parser.parse_args()
+    args = harness.parser(__doc__, runs=15).parse_args()
     compileall.compile_dir(PACKAGE, quiet=1)
     results = [one_run() for _ in range(args.runs)]
     plugin = [r[0] for r in results]

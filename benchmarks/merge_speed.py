@@ -16,8 +16,6 @@ is timed too: what re-running a merge costs.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import resource
 import shutil
@@ -28,6 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
 from report_speed import generate  # noqa: E402
 
 from pytest_benchcell.store import Store  # noqa: E402
@@ -57,13 +56,7 @@ def run_merge(source: Path, dest: Path) -> tuple[float, float, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", type=int, default=4)
-    parser.add_argument("--tasks", type=int, default=25)
-    parser.add_argument("--trials", type=int, default=500)
-    parser.add_argument("--shared", type=float, default=0.1)
-    parser.add_argument("--keep", default=None)
-    args = parser.parse_args()
+    args = harness.parser(__doc__, arms=4, tasks=25, trials=500, shared=0.1, keep=None).parse_args()
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="benchcell-merge-"))
     try:
         one, two = base / "A", base / "B"

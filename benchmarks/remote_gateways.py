@@ -22,17 +22,16 @@ sample (median).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 TARGET_TRIP_MS = 5.0
 SITTING_TIMEOUT_S = 300
@@ -79,22 +78,13 @@ def sitting(project: Path, far: Path, trials: int, gateways: int) -> float:
     command = [sys.executable, "-m", "pytest", "--bench-arm", "plain", "--bench-task", "say-hello", "--bench-scripted",
                "--bench-trials", str(trials), "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                "-d", "--tx", f"{gateways}*popen//chdir={far}"]  # fmt: skip
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)  # fmt: skip
-    try:
-        output, _ = process.communicate(timeout=SITTING_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.communicate(timeout=30)
-        raise SystemExit(f"a sitting took over {SITTING_TIMEOUT_S} s; stopped it") from None
-    wall = time.perf_counter() - started
+    done = harness.run_sitting(command, project, timeout_s=SITTING_TIMEOUT_S, merge_stderr=True)
     stored = samples_in(project / "results")
-    if process.returncode != 0 or sorted(s["trial"] for s in stored) != list(range(1, trials + 1)):
-        raise SystemExit(f"the sitting on {gateways} gateways did not store every trial once:\n{output[-3000:]}")
+    if done.returncode != 0 or sorted(s["trial"] for s in stored) != list(range(1, trials + 1)):
+        raise SystemExit(f"the sitting on {gateways} gateways did not store every trial once:\n{done.stdout[-3000:]}")
     if any(path.is_file() for path in (far / "results").rglob("*")):
         raise SystemExit("the far checkout's own store was written")
-    return wall
+    return done.wall_s
 
 
 def large_sample(sample: dict) -> dict:
@@ -138,12 +128,9 @@ def trip_costs(samples: list[dict], bench_file: Path, store_root: Path) -> tuple
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gateways", type=int, default=4)
-    parser.add_argument("--trials", type=int, default=8)
-    parser.add_argument("--delay", type=float, default=4.0, help="seconds the scripted model takes per trial")
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
+    args = harness.parser(
+        __doc__, gateways=4, trials=8, delay=(4.0, "seconds the scripted model takes per trial"), repeat=1
+    ).parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="benchcell-remote-"))
     try:

@@ -22,7 +22,6 @@ the code it traces), and exits 1 if the target is missed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import resource
@@ -32,8 +31,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import harness
+
 from pytest_benchcell.report import ReportSettings, build_report, render_json, render_markdown, render_terminal
-from pytest_benchcell.store import INDEX_SUFFIX, Store, _index_rows_for
+from pytest_benchcell.store import INDEX_SUFFIX, Store
+from pytest_benchcell.store.index import index_rows_for
 
 TARGET_SECONDS = 5.0
 TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
@@ -107,7 +109,7 @@ def generate(root: Path, arms: int, tasks: int, trials: int, seed: int = 0) -> t
             # The per-cell index Store.append keeps beside the samples, byte for byte.
             index = folder / f"{task}{INDEX_SUFFIX}"
             pairs = [(sample, (line + "\n").encode()) for sample, line in zip(samples, lines)]
-            index.write_bytes(_index_rows_for(folder / f"{task}.jsonl", index, 0, pairs))
+            index.write_bytes(index_rows_for(folder / f"{task}.jsonl", index, 0, pairs))
             count += len(lines)
             size += len(payload)
     return count, size
@@ -138,19 +140,14 @@ def timed_run(store: Store) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", type=int, default=4)
-    parser.add_argument("--tasks", type=int, default=50)
-    parser.add_argument("--trials", type=int, default=500)
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs; the fastest is judged (default 3)")
-    parser.add_argument("--keep", type=Path, help="generate into this folder and keep it")
-    parser.add_argument(
-        "--trace-memory", action="store_true", help="also measure peak Python allocations with tracemalloc (slow)"
-    )
-    args = parser.parse_args()
+    args = harness.parser(
+        __doc__, arms=4, tasks=50, trials=500, repeat=(3, "timed runs; the fastest is judged (default 3)"),
+        keep=(None, "generate into this folder and keep it"),
+        trace_memory=(False, "also measure peak Python allocations with tracemalloc (slow)"),
+    ).parse_args()  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="benchcell-speed-") as temporary:
-        root = args.keep or Path(temporary)
+        root = Path(args.keep or temporary)
         begin = time.perf_counter()
         samples, size = generate(root, args.arms, args.tasks, args.trials)
         print(f"generated {samples:,} samples in {args.arms * args.tasks} cells, {size / 1e6:.0f} MB "

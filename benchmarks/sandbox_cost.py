@@ -25,15 +25,15 @@ per trial, not per command: their start-up is printed separately.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 from pytest_benchcell.isolation import sandbox
 from pytest_benchcell.isolation.exec_audit import ExecAudit, find_tracer
@@ -68,9 +68,7 @@ def _time(argv: list[str], cwd: Path) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=40)
-    runs = parser.parse_args().runs
+    runs = harness.parser(__doc__, runs=40).parse_args().runs
     tool = sandbox.find_sandbox()
     if not tool.available:
         print(f"the sandbox cannot run here: {tool.reason}")

@@ -12,12 +12,13 @@ the 90th percentile and the maximum of each phase and of provision + ready.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 from pytest_benchcell.environment import TrialInfo
 
@@ -46,9 +47,7 @@ def one_run(hooks) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30)
-    args = parser.parse_args()
+    args = harness.parser(__doc__, runs=30).parse_args()
     hooks = load_hooks()
     one_run(hooks)  # warm-up: imports, page cache
     runs = [one_run(hooks) for _ in range(args.runs)]

@@ -26,7 +26,6 @@ unreadable (a correctness failure), 0 otherwise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import queue
@@ -39,6 +38,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 from pytest_benchcell.store import Cell, Store
 
@@ -218,10 +219,10 @@ def filesystem_of(path: Path) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=8)
-    parser.add_argument("--appends", type=int, default=500, help="appends per process")
-    parser.add_argument("--dir", default=None, help="parent of the temporary store (default: the system temp dir)")
+    parser = harness.parser(
+        __doc__, processes=8, appends=(500, "appends per process"),
+        dir=(None, "parent of the temporary store (default: the system temp dir)"),
+    )  # fmt: skip
     parser.add_argument("--reserve", choices=["sitting", "trial"], default="sitting",
                         help="reserve trial numbers once per sitting (as the plugin does; default) or before every append")
     args = parser.parse_args()

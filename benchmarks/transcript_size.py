@@ -12,19 +12,19 @@ thousand trials would keep. Nothing is written to the repo's own store.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
+
+import harness
 
 from pytest_benchcell.transcript import read_transcript
 
 REPO = Path(__file__).resolve().parent.parent
+SITTING_TIMEOUT_S = 1800
 
 
 def sitting(store: Path, arm: str, task: str, trials: int, workers: int) -> float:
@@ -34,11 +34,10 @@ def sitting(store: Path, arm: str, task: str, trials: int, workers: int) -> floa
     ]  # fmt: skip
     if workers > 1:
         command += ["-n", str(workers)]
-    started = time.monotonic()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    done = harness.run_sitting(command, REPO, timeout_s=SITTING_TIMEOUT_S)
     if done.returncode not in (0, 1):  # 1: some trial failed, which is a result here
         sys.exit(f"the sitting failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return time.monotonic() - started
+    return done.wall_s
 
 
 def measure(store: Path) -> list[dict[str, object]]:
@@ -63,10 +62,7 @@ def summary(values: list[int]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=1, help="trials per cell (default 1)")
-    parser.add_argument("--arm", default="all")
-    parser.add_argument("--task", default="all")
+    parser = harness.parser(__doc__, trials=(1, "trials per cell (default 1)"), arm="all", task="all")
     parser.add_argument("-n", dest="workers", type=int, default=1, help="xdist workers (default: serial)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="transcript-size-") as folder:

@@ -28,7 +28,6 @@ environment (cli_path through /usr/bin/env).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shutil
@@ -39,6 +38,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import harness
 
 from pytest_benchcell import Environment
 from pytest_benchcell.agent import run_agent
@@ -265,12 +266,10 @@ def median_ms(values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--no-breakdown", action="store_true", help="skip the breakdown even if the target is missed")
-    parser.add_argument("--breakdown", action="store_true", help="print the breakdown even if the target is met")
-    parser.add_argument("--breakdown-runs", type=int, default=5)
-    args = parser.parse_args()
+    args = harness.parser(
+        __doc__, runs=10, no_breakdown=(False, "skip the breakdown even if the target is missed"),
+        breakdown=(False, "print the breakdown even if the target is met"), breakdown_runs=5,
+    ).parse_args()  # fmt: skip
 
     scratch = Path(tempfile.mkdtemp(prefix="benchcell-overhead-"))
     try:

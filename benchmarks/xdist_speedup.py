@@ -23,20 +23,20 @@ Repeats beyond the first are skipped when they would take the script past about 
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
 import re
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 TARGET_SPEEDUP = 3.2
 SITTING_TIMEOUT_S = 120
@@ -81,22 +81,12 @@ def sitting(folder: Path, trials: int, workers: int | None) -> tuple[float, floa
     if workers:
         command += ["-n", str(workers)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    # A session of its own, so a sitting that overruns is stopped with its workers and CLIs.
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)  # fmt: skip
-    try:
-        stdout, stderr = process.communicate(timeout=SITTING_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.communicate(timeout=30)
-        raise SystemExit(f"a sitting took over {SITTING_TIMEOUT_S} s; stopped it") from None
-    wall = time.perf_counter() - started
+    done = harness.run_sitting(command, folder, timeout_s=SITTING_TIMEOUT_S)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    summary = next((line for line in reversed(stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
-    if process.returncode != 0:
-        raise SystemExit(f"the sitting failed (exit {process.returncode}):\n{stdout[-3000:]}\n{stderr[-2000:]}")
+    summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
+    if done.returncode != 0:
+        raise SystemExit(f"the sitting failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     durations = []
     for path in (folder / "results" / "scripted").glob("*/say-hello.jsonl"):
         for line in path.read_text().splitlines():
@@ -105,7 +95,7 @@ def sitting(folder: Path, trials: int, workers: int | None) -> tuple[float, floa
                 durations.append(
                     (dt.datetime.fromisoformat(sample["ended_at"]) - dt.datetime.fromisoformat(sample["started_at"])).total_seconds()
                 )
-    return wall, cpu, durations, summary.strip("= ")
+    return done.wall_s, cpu, durations, summary.strip("= ")
 
 
 def parallel_capacity(cores: int) -> tuple[float, float]:
@@ -141,13 +131,10 @@ def import_cpu_seconds() -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--arms", type=int, default=4)
-    parser.add_argument("--trials", type=int, default=4, help="trials per cell")
-    parser.add_argument("--delay", type=float, default=1.0, help="seconds the scripted model thinks per trial")
-    parser.add_argument("--repeat", type=int, default=2)
-    args = parser.parse_args()
+    args = harness.parser(
+        __doc__, workers=4, arms=4, trials=(4, "trials per cell"),
+        delay=(1.0, "seconds the scripted model thinks per trial"), repeat=2,
+    ).parse_args()  # fmt: skip
 
     folder = Path(tempfile.mkdtemp(prefix="benchcell-xdist-"))
     try:

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .bench_file import BenchFileError, find_bench
 from .config import positive_int
 from .report import (
     DEFAULT_WEIGHTS,
@@ -78,6 +79,9 @@ def unusable_output(path: Path) -> str | None:
     return None
 
 
+MODEL_KIND_HELP = "which samples (default: the one kind the store holds; real when it holds both or none)"
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -96,17 +100,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--store", type=Path, action="append", dest="stores", metavar="DIR",
-        help="a store folder (default: the store named in --config); repeat it to read several stores as one, "
+        help="a store folder (default: the store named in the bench); repeat it to read several stores as one, "
         "each sample id counted once",
     )
-    report.add_argument("--config", type=Path, help="bench.toml: arms, tasks, tiers, floor and [pricing] weights")
+    report.add_argument(
+        "--config", type=Path,
+        help="bench.toml: arms, tasks, tiers, floor and [pricing] weights (default, without --store: the bench a "
+        "sitting started here would load)",
+    )  # fmt: skip
     report.add_argument("--floor", type=positive_int, help="scored trials a cell needs to count (default 3)")
     report.add_argument(
         "--weights",
         help="cost-equivalent weights, e.g. fresh_input=1,cache_write=1.25,cache_read=0.1,output=5 "
         "(components left out keep their configured value)",
     )
-    report.add_argument("--model-kind", choices=MODEL_KINDS, default="real", help="which samples (default: real)")
+    report.add_argument("--model-kind", choices=MODEL_KINDS, help=MODEL_KIND_HELP)
     report.add_argument(
         "--arm", dest="arms", action="extend", nargs="+", metavar="ARM", help="arms to report, in this order"
     )
@@ -184,16 +192,20 @@ def _add_export_parser(commands: argparse._SubParsersAction) -> None:
     inspect.add_argument("directory", type=Path, metavar="DIR", help="folder to write the logs into (created if missing)")
     inspect.add_argument(
         "--store", type=Path, action="append", dest="stores", metavar="DIR",
-        help="a store folder (default: the store named in --config); repeat it to read several stores as one",
+        help="a store folder (default: the store named in the bench); repeat it to read several stores as one",
     )  # fmt: skip
-    inspect.add_argument("--config", type=Path, help="bench.toml: its arms and the current conditions of its cells")
-    inspect.add_argument("--model-kind", choices=MODEL_KINDS, default="real", help="which samples (default: real)")
+    inspect.add_argument(
+        "--config", type=Path,
+        help="bench.toml: its arms and the current conditions of its cells (default, without --store: the bench a "
+        "sitting started here would load)",
+    )  # fmt: skip
+    inspect.add_argument("--model-kind", choices=MODEL_KINDS, help=MODEL_KIND_HELP)
     inspect.add_argument("--arm", dest="arms", action="extend", nargs="+", metavar="ARM", help="arms to export")
     inspect.add_argument("--task", dest="tasks", action="extend", nargs="+", metavar="TASK", help="tasks to export")
 
 
 # --- LEAD: bench.toml connection ----------------------------------------------------------------------
-def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
+def _settings_from_config(path: Path, *, named: bool = True) -> tuple[ReportSettings, Path | None]:
     """Report settings and store folder from a bench.toml, through config.load_bench.
 
     Kept deliberately small: the bench file's parsing and validation belong to config.py. Raises
@@ -209,9 +221,37 @@ def _settings_from_config(path: Path) -> tuple[ReportSettings, Path | None]:
     try:
         bench = load_bench(path)
     except BenchConfigError as exc:
-        raise UsageError(f"--config {path}: {exc}") from None
+        raise UsageError(f"--config {path}: {exc}" if named else str(exc)) from None
     settings = settings_for_bench(bench)
     return settings, Path(bench.store)
+
+
+def _bench_of(args: argparse.Namespace) -> Path | None:
+    """--config, else (when no --store is named) the bench a sitting started in the current directory
+    would load (bench_file.find_bench), so `benchcell report` at a bench's root needs no option. A
+    store named alone is read alone, as before."""
+    if args.config is not None or args.stores:
+        return args.config
+    try:
+        found = find_bench(Path.cwd())
+    except BenchFileError as exc:
+        raise UsageError(str(exc)) from None
+    return found.path if found is not None else None
+
+
+def _model_kind(args: argparse.Namespace, store: Store | StoreSet) -> str:
+    """--model-kind, else the one kind of model the store holds samples of (real when both or none)."""
+    if args.model_kind is not None:
+        return str(args.model_kind)
+    held = [kind for kind in MODEL_KINDS if store.cells([kind])]
+    return held[0] if len(held) == 1 else "real"
+
+
+def _no_store(verb: str) -> str:
+    return (
+        f"say which store to {verb}: --store DIR, or --config bench.toml (no bench.toml in {Path.cwd()} or its "
+        "parents, nor named by the ini key bench_config)"
+    )
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -220,15 +260,16 @@ def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSe
         problem = unusable_output(path) if path is not None else None
         if problem:
             raise UsageError(f"{option} {path}: {problem}")
-    settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
+    bench = _bench_of(args)
+    settings, config_store = _settings_from_config(bench, named=args.config is not None) if bench else (ReportSettings(), None)
     store_paths = args.stores or ([config_store] if config_store else [])
     if not store_paths:
-        raise UsageError("say which store to report: --store DIR (or --config bench.toml)")
+        raise UsageError(_no_store("report"))
     for store_path in store_paths:
         if not store_path.is_dir():
             raise UsageError(f"--store: {store_path} is not a folder")
     store: Store | StoreSet = Store(store_paths[0]) if len(store_paths) == 1 else StoreSet(store_paths)
-    settings.model_kind = args.model_kind
+    settings.model_kind = _model_kind(args, store)
     settings.fingerprint_policy = args.fingerprints
     settings.seed = args.seed
     if args.floor is not None:
@@ -243,11 +284,11 @@ def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSe
 def _select(settings: ReportSettings, args: argparse.Namespace, store: Store | StoreSet) -> None:
     """Narrow the settings to --arm and --task, each name checked against the bench or the store."""
     if args.arms:
-        known = set(settings.arms or ()) | {cell.arm for cell in store.cells([args.model_kind])}
+        known = set(settings.arms or ()) | {cell.arm for cell in store.cells([settings.model_kind])}
         _check_known("--arm", args.arms, known, "arm")
         settings.arms = list(dict.fromkeys(args.arms))
     if args.tasks:
-        catalogue = settings.tasks if settings.tasks is not None else discover_tasks(store, args.model_kind)
+        catalogue = settings.tasks if settings.tasks is not None else discover_tasks(store, settings.model_kind)
         _check_known("--task", args.tasks, set(catalogue), "task")
         settings.tasks = {task: catalogue[task] for task in dict.fromkeys(args.tasks)}
 
@@ -261,11 +302,12 @@ def _export_selection(args: argparse.Namespace) -> tuple[list[Store], ReportSett
     existing = next((folder for folder in (directory, *directory.parents) if folder.exists()), None)
     if existing is not None and (not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK)):
         raise UsageError(f"DIR {directory} cannot be written: {existing} is not a folder this user can write")
-    settings, config_store = _settings_from_config(args.config) if args.config else (ReportSettings(), None)
-    declared = tuple(_bench_secrets(args.config)) if args.config else ()
+    bench = _bench_of(args)
+    settings, config_store = _settings_from_config(bench, named=args.config is not None) if bench else (ReportSettings(), None)
+    declared = tuple(_bench_secrets(bench)) if bench else ()
     store_paths = args.stores or ([config_store] if config_store else [])
     if not store_paths:
-        raise UsageError("say which store to export: --store DIR (or --config bench.toml)")
+        raise UsageError(_no_store("export"))
     for store_path in store_paths:
         if not store_path.is_dir():
             raise UsageError(f"--store: {store_path} is not a folder")
@@ -273,11 +315,11 @@ def _export_selection(args: argparse.Namespace) -> tuple[list[Store], ReportSett
             raise UsageError(f"--store: {store_path} is not a sample store; {STORE_HINT}")
     stores = [Store(path) for path in store_paths]
     reader: Store | StoreSet = stores[0] if len(stores) == 1 else StoreSet(store_paths)
-    settings.model_kind = args.model_kind
-    if not reader.cells([args.model_kind]):
+    settings.model_kind = _model_kind(args, reader)
+    if not reader.cells([settings.model_kind]):
         others = [kind for kind in MODEL_KINDS if reader.cells([kind])]
         raise UsageError(
-            f"the store holds no samples of the {args.model_kind} model"
+            f"the store holds no samples of the {settings.model_kind} model"
             + (f"; it holds {others[0]} ones: add --model-kind {others[0]}" if others else " (it is empty)")
         )
     _select(settings, args, reader)

@@ -538,8 +538,6 @@ def _refuse_unknown_secrets(
     """A name in [bench] secrets must be one under which a value can reach an arm: a placeholder
     the bench uses or a variable an arm declares. Whether the provision hook supplies the
     placeholder is known only per trial, and a missing one stops that trial before the agent starts."""
-    from .secrets import unknown_secret_names
-
     templates = [base_prompt, *(task.intent for task in tasks.values())]
     variables: set[str] = set()
     for arm in arms.values():
@@ -550,7 +548,7 @@ def _refuse_unknown_secrets(
             variables |= set(server.env)
         templates += [value for rules in arm.arguments.values() for values in rules.values() for value in values]
     placeholders = {name for text in templates for name in PLACEHOLDER.findall(text)}
-    unknown = unknown_secret_names(secrets, placeholders, variables)
+    unknown = [name for name in secrets if name not in placeholders and name not in variables]
     if unknown:
         bench.fail(
             "secrets", unknown[0],

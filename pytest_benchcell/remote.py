@@ -25,7 +25,7 @@ from typing import Any
 
 from . import transcript
 from .config import Bench
-from .store import Cell, Store, StoreError, sample_line
+from .store import Store, StoreError, StoreLine, sample_line
 
 # The trial's call report carries its stored sample under this attribute, as its store line (bytes),
 # and the sample's transcript file (compressed bytes, or None) under the next.
@@ -129,10 +129,10 @@ class Spool(Store):
         self.lines: dict[str, bytes] = {}  # sample id -> its line, until it is sent
 
     def append(self, sample: Mapping[str, Any]) -> Path:
-        line = sample_line(sample)
-        self.append_line(line)
-        self.lines[str(sample.get("id"))] = line
-        return self.samples_path(Cell(sample["model_kind"], sample["arm"], sample["task"]))
+        stored = StoreLine.of(sample)
+        path = self.append_store_line(stored)
+        self.lines[str(sample.get("id"))] = stored.line
+        return path
 
     def line_of(self, sample: Mapping[str, Any]) -> bytes:
         return self.lines.pop(str(sample.get("id")), None) or sample_line(sample)
@@ -178,11 +178,10 @@ class Receiver:
         raises StoreError when it cannot be stored (the spool still holds it) or does not belong to
         this sitting."""
         try:
-            sample = json.loads(line)
-        except (ValueError, TypeError) as exc:
-            raise StoreError(f"a worker sent a sample that is not JSON ({exc})") from None
-        if not isinstance(sample, dict):
-            raise StoreError("a worker sent a sample that is not a JSON object")
+            stored = StoreLine.parse(line)  # the one parse on its way into the store
+        except StoreError as exc:
+            raise StoreError(f"a worker sent a sample the store cannot take: {exc}") from None
+        sample = dict(stored.sample)
         trial = (sample.get("arm"), sample.get("task"), sample.get("trial"))
         if sample.get("sitting") != self.sitting or sample.get("model_kind") != self.model_kind or trial not in self.expected:
             raise StoreError(
@@ -205,7 +204,7 @@ class Receiver:
             transcript.receive(sample, transcript_payload, self.store.root)
         except OSError:
             pass  # the sample still counts; its transcript stays in the worker's spool (merge carries it)
-        self.store.append_line(line)
+        self.store.append_store_line(stored)
         self.received[sample_id] = trial  # type: ignore[assignment]
         return sample
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from .config import Arm, Bench
-    from .environment import Environment
+from .config import Arm, Bench, BenchConfigError, fill_placeholders
+from .environment import Environment
 
 REDACTED = "[redacted]"
 # Credentials of the harness itself: never stored, whatever a bench declares.
@@ -46,9 +45,6 @@ def is_credential_name(name: str) -> bool:
 def secret_values(bench: Bench, arm: Arm, environment: Environment | None) -> list[str]:
     """Every value of this trial that must never reach the store, longest first (so a secret that
     contains another is redacted whole)."""
-    from .config import BenchConfigError, fill_placeholders
-    from .environment import Environment
-
     declared = [os.environ.get(name, "") for name in (*HARNESS_CREDENTIALS, *bench.secrets)]
     guessed: list[str] = []
     if isinstance(environment, Environment):  # not what a broken provision hook returned instead
@@ -96,9 +92,3 @@ def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
 
     return clean(dict(sample))
 
-
-def unknown_secret_names(names: Iterable[str], placeholders: Iterable[str], variables: Iterable[str]) -> list[str]:
-    """The names of `[bench] secrets` that are neither a placeholder the bench uses nor a variable one
-    of its arms declares: nothing would be redacted under such a name (a misspelling, usually)."""
-    known = set(placeholders) | set(variables)
-    return [name for name in names if name not in known]

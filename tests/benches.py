@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH_TOML = """
+BENCH_HEADER = """
 [bench]
 name = "mini"
 model = "claude-sonnet-4-5"
@@ -17,39 +17,53 @@ trials = 2
 turn_cap = 4
 wall_clock_ms = 30000
 base_prompt = "You work on a tiny folder. Answer plainly."
+"""
 
+# The mini bench's arms and tasks by name, so a test's own bench takes them rather than restating them.
+ARMS = {
+    "shell": """
 [arms.shell]
 tools = ["Bash"]
 binaries = ["touch"]
 bootstrap = "The shell is available."
-
+""",
+    "bare": """
 [arms.bare]
 tools = ["Bash"]
 bootstrap = "Only common text utilities are available."
-
+""",
+}
+TASKS = {
+    "say-hello": """
 [tasks.say-hello]
 tier = "read"
 intent = "Say hello."
 required_facts = ["hello"]
-
+""",
+    "make-file": """
 [tasks.make-file]
 tier = "single-mutation"
 intent = "Create the file made.txt in the working directory."
-
+""",
+    "loop-forever": """
 [tasks.loop-forever]
 tier = "multi-step"
 intent = "Keep listing files."
 required_facts = ["never"]
-
+""",
+    "stall": """
 [tasks.stall]
 tier = "read"
 intent = "Think for a long time."
 required_facts = ["never"]
-
+""",
+    "try-foreign": """
 [tasks.try-foreign]
 tier = "single-mutation"
 intent = "Fetch a page."
-"""
+""",
+}
+BENCH_TOML = BENCH_HEADER + "".join(ARMS.values()) + "".join(TASKS.values())
 
 CONFTEST = '''
 from pytest_benchcell import Environment

@@ -117,3 +117,33 @@ def of_bench(sample: dict[str, Any], bench_toml: Path) -> dict[str, Any]:
         "scoring": definition.scoring,
     }  # fmt: skip
     return sample
+
+
+SMALL_BENCH = """
+[bench]
+model = "claude-sonnet-4-5"
+store = "results"
+floor = 2
+
+[arms.cli]
+tools = ["Bash"]
+
+[arms.mcp]
+tools = ["Read"]
+
+[tasks.t1]
+tier = "read"
+intent = "How many issues are open?"
+required_facts = ["5"]
+"""
+
+
+def scripted_bench(root: Path) -> Path:
+    """A bench whose store holds scripted samples only (what the example bench's sittings leave)."""
+    root.mkdir(parents=True, exist_ok=True)
+    bench = root / "bench.toml"
+    bench.write_text(SMALL_BENCH)
+    samples = [*cell_samples("cli", "t1", 2, tier="read", model_kind="scripted"),
+               *cell_samples("mcp", "t1", 2, tier="read", model_kind="scripted")]  # fmt: skip
+    write_samples(root / "results", [of_bench(sample, bench) for sample in samples])
+    return bench

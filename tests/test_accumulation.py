@@ -297,9 +297,9 @@ def failing_disk(fails: str, on_trial_2: str) -> str:
     path, payload and FULL) holds, and runs `on_trial_2` in the update hook of trial 2."""
     return f'''
 import errno
-import pytest_benchcell.store as store_module
+import pytest_benchcell.store.appending as store_module
 
-_real_append = store_module._append_bytes
+_real_append = store_module.append_bytes
 FULL = []
 
 def _failing_append(path, payload, *, sync=True):
@@ -307,10 +307,10 @@ def _failing_append(path, payload, *, sync=True):
         raise OSError(errno.ENOSPC, "No space left on device")
     return _real_append(path, payload, sync=sync)
 
-store_module._append_bytes = _failing_append
+store_module.append_bytes = _failing_append
 
 def pytest_unconfigure(config):  # the run is in-process: leave the module as it was
-    store_module._append_bytes = _real_append
+    store_module.append_bytes = _real_append
 
 def pytest_benchcell_update_sample(trial, sample):
     if trial.trial == 2:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import textwrap
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from sample_factory import cell_samples, of_bench, write_samples
+from sample_factory import SMALL_BENCH, cell_samples, of_bench, scripted_bench, write_samples
 
 from pytest_benchcell.cli import main, parse_weights
 
@@ -95,11 +96,13 @@ def test_bad_values_exit_2(store_dir: Path, extra: list[str], message: str, caps
     assert message in capsys.readouterr().err
 
 
-def test_missing_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["report", "--store", str(tmp_path / "nowhere")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # no bench.toml here nor above (the suite's own checkout has one)
     assert main(["report"]) == 2
-    assert "--store" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "--store DIR, or --config bench.toml" in error and f"no bench.toml in {tmp_path}" in error
     assert main([]) == 2
 
 
@@ -114,34 +117,7 @@ def test_config_supplies_catalogue_weights_and_store(tmp_path: Path, capsys: pyt
     if not hasattr(config, "load_bench"):
         pytest.skip("config.load_bench is not available")
     bench = tmp_path / "bench.toml"
-    bench.write_text(
-        textwrap.dedent(
-            """
-            [bench]
-            model = "claude-sonnet-4-5"
-            store = "results"
-            floor = 2
-
-            [pricing]
-            output = 4
-
-            [arms.cli]
-            tools = ["Bash"]
-
-            [arms.mcp]
-            tools = ["Read"]
-
-            [tasks.t1]
-            tier = "read"
-            intent = "How many issues are open?"
-            required_facts = ["5"]
-
-            [tasks.t2]
-            tier = "multi-step"
-            intent = "Close the bug."
-            """
-        )
-    )
+    bench.write_text(SMALL_BENCH + '\n[tasks.t2]\ntier = "multi-step"\nintent = "Close the bug."\n\n[pricing]\noutput = 4\n')
     write_samples(tmp_path / "results", [of_bench(sample, bench) for sample in cell_samples("cli", "t1", 3, tier="read")])
     path = tmp_path / "r.json"
     assert main(["report", "--config", str(bench), "--json", str(path)]) == 0
@@ -234,3 +210,69 @@ def test_report_outputs_that_cannot_be_written_are_refused_first(
     err = capsys.readouterr().err
     why = "is a folder" if where == "folder" else f"cannot be created: {tmp_path / 'afile'} is a file, not a folder"
     assert f"benchcell report: error: {option} {target}: {target} {why}; allowed: a file path" in err
+
+
+def benchcell(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it."""
+    script = Path(sys.executable).parent / "benchcell"
+    assert script.is_file(), f"the console script is not installed beside {sys.executable}"
+    return subprocess.run([str(script), *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_report_at_the_root_of_a_bench_needs_no_option(tmp_path: Path) -> None:
+    # `benchcell report` where `pytest --bench-report` would be run: the bench is found as a sitting
+    # finds it, its store read, and the one model kind the store holds chosen.
+    scripted_bench(tmp_path / "project")
+    done = benchcell("report", "--json", "r.json", cwd=tmp_path / "project")
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "project" / "r.json").read_text())
+    assert document["settings"]["model_kind"] == "scripted"
+    assert document["settings"]["floor"] == 2  # from the bench
+    assert {c["arm"]: c["covered"] for c in document["coverage"]} == {"cli": 1, "mcp": 1}
+    assert "no scripted-model samples" not in done.stdout and "Headline" in done.stdout
+
+
+def test_report_below_the_bench_root_finds_the_bench_above(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted_bench(tmp_path / "project")
+    (tmp_path / "project" / "tasks").mkdir()
+    monkeypatch.chdir(tmp_path / "project" / "tasks")
+    assert main(["report", "--json", str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["settings"]["floor"] == 2
+
+
+def test_the_ini_key_bench_config_names_the_bench_for_the_report_too(tmp_path: Path) -> None:
+    scripted_bench(tmp_path / "project" / "benches")
+    (tmp_path / "project" / "pytest.ini").write_text("[pytest]\nbench_config = benches/bench.toml\n")
+    done = benchcell("report", "--json", "r.json", cwd=tmp_path / "project")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "project" / "r.json").read_text())["settings"]["floor"] == 2
+    (tmp_path / "project" / "pytest.ini").write_text("[pytest]\nbench_config = benches/gone.toml\n")
+    refused = benchcell("report", cwd=tmp_path / "project")
+    assert refused.returncode == 2
+    assert "ini key bench_config = 'benches/gone.toml' in" in refused.stderr and "no such bench file" in refused.stderr
+
+
+def test_a_store_named_alone_is_read_without_the_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted_bench(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "r.json"
+    assert main(["report", "--store", "results", "--json", str(path)]) == 0
+    document = json.loads(path.read_text())
+    assert document["settings"]["floor"] == 3  # the default: the bench beside it was not read
+    assert document["settings"]["model_kind"] == "scripted"
+
+
+def test_a_store_of_both_kinds_reports_real_unless_told(store_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    assert main(["report", "--store", str(store_dir), "--json", str(path)]) == 0
+    assert json.loads(path.read_text())["settings"]["model_kind"] == "real"
+
+
+def test_a_bad_bench_found_here_is_named_without_claiming_a_config_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bench.toml").write_text("[bench]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["report"]) == 2
+    error = capsys.readouterr().err
+    assert f"benchcell report: error: {tmp_path / 'bench.toml'}: [bench] lacks the required key 'model'" in error

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from benches import CONFTEST, write_bench
+from benches import ARMS, CONFTEST, TASKS, write_bench
 from sample_factory import cell_samples, of_bench, write_samples
 
-DECIDE_BENCH = """
+DECIDE_HEADER = """
 [bench]
 name = "decide"
 model = "claude-sonnet-4-5"
@@ -22,25 +22,13 @@ comparisons = [["shell", "bare"]]
 [bench.smallest_effect]
 success = 0.3
 tokens = 0.5
-
-[arms.shell]
-tools = ["Bash"]
-binaries = ["touch"]
-bootstrap = "The shell is available."
-
-[arms.bare]
-tools = ["Bash"]
-bootstrap = "Only common text utilities are available."
-
+"""
+OTHER_ARM = """
 [arms.other]
 tools = ["Bash"]
 bootstrap = "Not compared with anything."
-
-[tasks.say-hello]
-tier = "read"
-intent = "Say hello."
-required_facts = ["hello"]
 """
+DECIDE_BENCH = DECIDE_HEADER + ARMS["shell"] + ARMS["bare"] + OTHER_ARM + TASKS["say-hello"]
 
 SELECT = ["--bench-arm", "shell,bare", "--bench-task", "say-hello", "--bench-scripted", "--bench-fill", "decide"]
 

@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from sample_factory import cell_samples, make_sample, write_samples
+from sample_factory import cell_samples, make_sample, scripted_bench, write_samples
 
 from pytest_benchcell.cli import main
 
@@ -98,6 +98,16 @@ def test_every_sample_of_the_selection_is_read_back_with_messages_score_and_usag
     assert cli.results.scores[0].metrics["invalid"].value == 1 and cli.results.scores[0].metrics["error"].value == 1
 
 
+def test_at_the_root_of_a_bench_an_export_needs_no_option(tmp_path, capsys, monkeypatch):
+    # As `benchcell report`: the bench a sitting here would load, its store, and the one model kind it holds.
+    scripted_bench(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = export(capsys, "logs")
+    assert code == 0, err
+    logs = logs_in(tmp_path / "logs")
+    assert sorted(logs) == ["cli", "mcp"] and all(len(log.samples) == 2 for log in logs.values())
+
+
 def test_a_store_without_transcripts_exports_its_tool_calls_and_final_answer(store, tmp_path, capsys):
     code, out, err = export(capsys, tmp_path / "logs", "--store", store, "--arm", "cli", "--task", "close-bug")
     assert code == 0, err
@@ -152,7 +162,8 @@ def assert_absent(folder: Path, secrets) -> None:
     assert found == []
 
 
-def test_bad_input_gets_one_clear_error(store, tmp_path, capsys):
+def test_bad_input_gets_one_clear_error(store, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no bench.toml here nor above (the suite's own checkout has one)
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "not-a-store").mkdir()
     (tmp_path / "not-a-store" / "notes.txt").write_text("x")
@@ -164,7 +175,8 @@ def test_bad_input_gets_one_clear_error(store, tmp_path, capsys):
         ((tmp_path / "logs", "--store", store, "--task", "nope"), "--task: unknown task 'nope'; known: close-bug, count-open"),
         ((tmp_path / "logs", "--store", store, "--model-kind", "scripted"),
          "the store holds no samples of the scripted model; it holds real ones: add --model-kind real"),
-        ((tmp_path / "logs",), "say which store to export: --store DIR (or --config bench.toml)"),
+        ((tmp_path / "logs",), "say which store to export: --store DIR, or --config bench.toml (no bench.toml in {tmp} "
+                               "or its parents, nor named by the ini key bench_config)"),
     ]  # fmt: skip
     for argv, message in cases:
         code, out, err = export(capsys, *argv)

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from pytest_benchcell import statistics as st
+from pytest_benchcell.statistics.intervals import _psi_e
 
 
 # -- the betting e-process ------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def test_confidence_sequence_first_interval_by_hand() -> None:
     first = st.confidence_sequence([0.2], low=-1.0, high=1.0, alpha=0.05)[0]
     assert first == (-1.0, 1.0)
     psi = (-math.log(0.25) - 0.75) / 4
-    assert st._psi_e(0.75) == pytest.approx(psi)
+    assert _psi_e(0.75) == pytest.approx(psi)
 
 
 def test_confidence_sequence_is_nested_and_shrinks() -> None:

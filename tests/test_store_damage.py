@@ -235,18 +235,18 @@ def test_duplicates_count_once_and_are_named(tmp_path: Path) -> None:
 
 
 def test_index_rows_are_used_when_they_check_out(tmp_path: Path) -> None:
-    from pytest_benchcell.store import _Reader
+    from pytest_benchcell.store.index import IndexReader
 
     store = build(tmp_path)
-    reader = _Reader(store.samples_path(CELL), store.index_path(CELL), [], {})
+    reader = IndexReader(store.samples_path(CELL), store.index_path(CELL), [], {})
     assert len(reader.rows()) == 8 and reader.parsed == 0  # nothing parsed: the index is complete
     assert reader.trusted  # the last row vouched for all of them
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "real", copy / "real")  # another inode and ctime: the chain checksum decides
-    reader = _Reader(Store(copy).samples_path(CELL), Store(copy).index_path(CELL), [], {})
+    reader = IndexReader(Store(copy).samples_path(CELL), Store(copy).index_path(CELL), [], {})
     assert len(reader.rows()) == 8 and reader.parsed == 0 and reader.trusted
     index_lost_a_line(store)
-    reader = _Reader(store.samples_path(CELL), store.index_path(CELL), [], {})
+    reader = IndexReader(store.samples_path(CELL), store.index_path(CELL), [], {})
     assert len(reader.rows()) == 8 and reader.parsed == 1  # exactly the line the index lacks
     assert not reader.trusted
 
@@ -310,7 +310,7 @@ def test_verdicts_of_an_older_scoring_are_set_apart_in_reports(tmp_path: Path) -
 
 
 def test_a_cell_without_an_index_gets_one_at_its_next_append(tmp_path: Path) -> None:
-    from pytest_benchcell.store import _Reader
+    from pytest_benchcell.store.index import IndexReader
 
     store = build(tmp_path)
     with store.samples_path(CELL).open("ab") as handle:
@@ -318,7 +318,7 @@ def test_a_cell_without_an_index_gets_one_at_its_next_append(tmp_path: Path) -> 
     store.index_path(CELL).unlink()  # as in a store written by an earlier plugin (it kept `.index`)
     store.append(sample(8))
     problems: list = []
-    reader = _Reader(store.samples_path(CELL), store.index_path(CELL), problems, {})
+    reader = IndexReader(store.samples_path(CELL), store.index_path(CELL), problems, {})
     assert len(reader.rows()) == 9 and reader.parsed == 0 and reader.trusted
     assert [p.line for p in problems] == [9]  # the fragment is still reported, on its own line
     assert answers(store) == answers(without_index(store, tmp_path / "parsed"))
