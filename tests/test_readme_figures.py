@@ -11,14 +11,14 @@ import math
 import re
 from pathlib import Path
 
+import docs_text
 import pytest
 from sample_factory import cell_samples, write_samples
 
 from pytest_benchcell import statistics as st
 from pytest_benchcell.report import ReportSettings, build_report, render_terminal
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("### How the figures are computed", 1)[1].split("\n### ", 1)[0]
+SECTION = docs_text.section("How the figures are computed")
 FLAT = " ".join(SECTION.split())  # sentences wrap across lines in the file
 PLAIN = FLAT.replace("**", "")  # without Markdown emphasis
 
