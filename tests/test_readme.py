@@ -21,11 +21,7 @@ An unmarked block whose commands fail (a real-model command without credentials 
 here with a hint to mark it. Inline `--bench-*` options in the text are checked against --help too.
 A block whose info string is a MyST directive (```{toctree}) is the site's, not an example.
 
-Why not sybil or pytest-examples: both find blocks and turn them into items, which markdown-it does
-here in a few lines; what this file is made of is the checks themselves (commands run in a scratch
-copy of the example bench, options against the real --help, pip extras against pyproject.toml, hook
-examples called with the example bench's tools), which either library would host unchanged, and one
-ordered walk over the pages keeps "a later block uses what an earlier command wrote" true.
+Why markdown-it here rather than sybil or pytest-examples: docs/design.md, "The documentation site".
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ class Page:
     intro: str
     pieces: tuple[Piece, ...]
     generated: str = ""  # a section this script adds after the pieces ("bench keys")
+    outro: str = ""  # hand-written sections after the pieces
 
 
 def whole(title: str) -> Piece:
@@ -174,6 +175,28 @@ breakdown; the tests stay free of timing assertions. The statistical calibration
 The layout of the code is in [Architecture](architecture.md); these notes say why it is so.
 """,
         (as_title("Design notes"),),
+        outro="""\
+## The documentation site
+
+README.md and the pages under docs/ are plain Markdown, built into a site by Sphinx with MyST
+(`docs/conf.py`, the Furo theme; `pip install -e '.[docs]'`). Chosen over MkDocs with Material for
+three reasons. MyST reads CommonMark, the dialect GitHub renders, so a page reads the same on GitHub
+and on the site; MkDocs' Python-Markdown (without extra extensions) turns a fenced block in a
+two-space list item into a paragraph and leaves Markdown inside `<details>` unparsed, and these pages
+have both. `sphinx-build -W` makes every warning an error, among them a link to a page or a heading
+that does not exist (`myst_heading_anchors`) and a page outside the table of contents. And both are
+maintained: MkDocs' last release is 1.6.1 of August 2024 and Material for MkDocs is in maintenance
+mode while its authors build a successor, where Sphinx and MyST release several times a year.
+
+The test suite builds the site that way (tests/test_docs_site.py) and runs or checks every code
+block of every page (tests/test_readme.py), finding the blocks with markdown-it, the parser MyST
+itself uses. sybil and pytest-examples were considered for the second: either would find the blocks
+and make test items of them, but the checks (commands run in a copy of the example bench, options
+against the real `--help`, pip extras against pyproject.toml, example hooks called with the example
+bench's tools, blocks in the site's order so a later one can read what an earlier command wrote)
+would stay this project's own code. Tests that keep a sentence or a figure of the documentation true
+find it by its heading or its words through tests/docs_text.py, not by the page that holds it.
+""",
     ),
 )
 # Pages of docs/ written by hand, listed in the site after the generated ones.
@@ -355,7 +378,7 @@ class Splitter:
                 raise SplitError(f"--unmapped-to {unmapped_to}: not a page of PAGES ({', '.join(p.file for p in self.pages)})")
             extra = tuple(whole(h.title) for h in unmapped)
             self.pages[self.pages.index(target)] = Page(target.file, target.title, target.summary, target.intro,
-                                                        target.pieces + extra, target.generated)  # fmt: skip
+                                                        target.pieces + extra, target.generated, target.outro)  # fmt: skip
             for heading in unmapped:
                 self.placed[heading.line] = (name, False)
                 print(f"note: the section {heading.title!r} has no place in PAGES; appended to docs/{name}", file=sys.stderr)
@@ -441,6 +464,8 @@ class Splitter:
             heading = self._heading(piece.title)
             shift = 1 - heading.level if piece.as_title else 2 - heading.level
             parts.append(self.section(heading, page.file, shift, drop_heading=piece.as_title))
+        if page.outro:
+            parts.append(self.rewrite_block(page.outro, page.file))
         return "\n\n".join(part.strip("\n") for part in parts if part.strip()) + "\n"
 
     def rewrite_block(self, text: str, here: str) -> str:
