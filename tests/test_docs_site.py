@@ -18,7 +18,8 @@ from markdown_it import MarkdownIt
 REPO = docs_text.REPO
 # .ci/run and every fresh machine depend on these two lines, word for word.
 FRESH_MACHINE_COMMANDS = (
-    "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/pytest --bench-arm cli-skill --bench-task close-export --bench-scripted",
+    "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
+    ".venv/bin/pytest --bench-arm cli-skill --bench-task close-export --bench-scripted",
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest",
 )
 KEYS_TABLE = docs_text.KEYS_TABLE

@@ -131,8 +131,13 @@ each figure with its interval and each claim with the scope it is about. This pa
 tables show, how every figure is computed, what each rule was measured to deliver, and how
 `--bench-fill decide` uses the same evidence to place trials.
 """,
-        (as_title("Reports"), whole("How the figures are computed"), whole("Deciding where trials go"),
-         whole("The JSON report"), whole("Transcripts in Inspect's viewer")),  # fmt: skip
+        (
+            as_title("Reports"),
+            whole("How the figures are computed"),
+            whole("Deciding where trials go"),
+            whole("The JSON report"),
+            whole("Transcripts in Inspect's viewer"),
+        ),
     ),
     Page(
         "machines.md",
@@ -286,6 +291,7 @@ INDEX = """\
 
 # -- reading the long README -----------------------------------------------------------------------
 
+
 @dataclass
 class Heading:
     level: int
@@ -419,8 +425,9 @@ class Splitter:
         for index in range(0, len(parts), 2):
             part = re.sub(r"\]\(#([^)\s]+)\)", lambda m: f"]({self.target(m.group(1), here, where)})", parts[index])
             for title in sorted(self.by_title, key=len, reverse=True):
+                anchor = self.by_title[title].anchor
                 pattern = re.compile(rf'\bsee ("?)({re.escape(title)})\1(?![\w-])')
-                part = pattern.sub(lambda m: f"see [{m.group(1)}{m.group(2)}{m.group(1)}]({self.target(slug(self.by_title[m.group(2)].plain), here, where)})", part)  # noqa: E501
+                part = pattern.sub(lambda m, a=anchor: f"see [{m.group(1)}{m.group(2)}{m.group(1)}]({self.target(a, here, where)})", part)
             parts[index] = part
         return "".join(parts)
 
