@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import docs_text
 import pytest
 from benches import ARMS, CONFTEST, TASKS, write_bench
 from sample_factory import cell_samples, of_bench, write_samples
@@ -153,8 +154,7 @@ def test_decide_with_a_budget_plans_within_it(pytester: pytest.Pytester) -> None
 
 # -- the README's section on --bench-fill decide ----------------------------------------------------------
 REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("### Deciding where trials go", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+SECTION = docs_text.section("Deciding where trials go")
 FLAT = " ".join(SECTION.split())
 
 

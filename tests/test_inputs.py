@@ -13,6 +13,7 @@ import stat
 import sys
 from pathlib import Path
 
+import docs_text
 import pytest
 from benches import BENCH_TOML, write_bench
 
@@ -158,8 +159,7 @@ def test_the_readmes_mcp_server_starts_and_lists_its_tool_through_the_mcp_client
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    (server_code,) = re.findall(r"```python\n(# shop_mcp\.py\n.*?)```", readme, re.DOTALL)
+    (server_code,) = re.findall(r"```python\n(# shop_mcp\.py\n.*?)```", docs_text.text(), re.DOTALL)
     (tmp_path / "shop_mcp.py").write_text(server_code)
     with sqlite3.connect(tmp_path / "shop.db") as db:
         db.execute("CREATE TABLE orders (id INTEGER, status TEXT)")

@@ -7,6 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import docs_text
 import pytest
 
 from pytest_benchcell.config import BenchConfigError, load_bench
@@ -199,8 +200,7 @@ def test_the_install_hint_says_what_to_install() -> None:
 
 
 def readme_block(marker: str) -> str:
-    text = (Path(__file__).parent.parent / "README.md").read_text()
-    blocks = [block.split("```", 1)[0] for block in text.split("```toml\n")[1:]]
+    blocks = [block.split("```", 1)[0] for block in docs_text.text().split("```toml\n")[1:]]
     (block,) = [textwrap.dedent(block) for block in blocks if marker in block]
     return "\n".join(line.removeprefix("  ") for line in block.splitlines())
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import docs_text
 import pytest
 from benches import BENCH_TOML
 
@@ -363,14 +364,12 @@ def test_what_could_not_be_removed_is_kept_in_the_sample(tmp_path: Path, monkeyp
 
 
 def test_the_readme_states_the_guarantee_with_the_limits_the_code_applies() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    start = readme.index("**What the agent leaves behind**")
-    paragraph = " ".join(readme[start : readme.index("\n\n", start)].split())
+    paragraph = docs_text.paragraph("**What the agent leaves behind**")
     assert f"within {leftovers.REMOVAL_TIME_LIMIT_S:g} s" in paragraph
     assert f"up to {exec_audit.LOG_BYTE_LIMIT // (1024 * 1024)} MiB each" in paragraph
     assert "exactly one sample" in paragraph and "`exec records refused: ...`" in paragraph
     assert printable("\x1b[31m") in paragraph  # the escape shown is the one printable() writes
-    row = next(line for line in readme.splitlines() if line.startswith("| `leftovers` |"))
+    row = docs_text.table_row("| `leftovers` |")
     record = Removal("r", 0, ("x: why",), 1).as_dict()
     assert [f"`{key}`" in row for key in record] == [True] * len(record)
 

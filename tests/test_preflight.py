@@ -576,7 +576,9 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
 
 
 def readme_block_after(words: str) -> str:
-    text = (ROOT / "README.md").read_text()
+    import docs_text
+
+    text = docs_text.text()
     after = text[text.index(words) :]
     return after.split("```\n", 1)[1].split("\n```", 1)[0]
 

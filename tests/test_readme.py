@@ -1,9 +1,12 @@
-"""Every example in README.md is executed or checked, so a wrong statement fails CI.
+"""Every example of the documentation is executed or checked, so a wrong statement fails CI.
 
-Blocks are found automatically, so text other people add is covered without touching this file:
+The documentation is README.md (the front page) and the pages of the site, docs/index.md's toctree
+(tests/docs_text.py lists them); blocks are run page after page in the site's order. Blocks are found
+by the parser the site itself uses (markdown-it, through MyST), fences nested in lists included, so
+text other people add is covered without touching this file:
 - ```toml blocks are validated: one with a [bench] table by the real bench.toml parser (as if it
   were the repo's bench.toml, so its relative paths must exist), any other as TOML;
-- ```python blocks are executed in order, in a scratch copy of the example bench where the README's
+- ```python blocks are executed in order, in a scratch copy of the example bench where the pages'
   commands ran before them (so `results.json` exists); functions named like bench hooks are called
   (hooks.md's minimal conftest must provision, tear down and script with tool names the bench has);
 - every other block holds commands (one per line, `#` comments, `&&` chains); each is run in that
@@ -16,6 +19,9 @@ A block that must not run is marked on the line before its fence:
     <!-- readme-test: output -->          sample output, not commands
 An unmarked block whose commands fail (a real-model command without credentials exits 4) fails
 here with a hint to mark it. Inline `--bench-*` options in the text are checked against --help too.
+A block whose info string is a MyST directive (```{toctree}) is the site's, not an example.
+
+Why markdown-it here rather than sybil or pytest-examples: docs/design.md, "The documentation site".
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docs_text
 import pytest
+from markdown_it import MarkdownIt
 from sample_factory import cell_samples, write_samples
 
 from pytest_benchcell import TrialInfo
@@ -39,37 +47,40 @@ from pytest_benchcell.config import BUILTIN_TOOLS, load_bench, parse_bench
 from pytest_benchcell.scripted import ToolUse
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
 MARKER = re.compile(r"<!--\s*readme-test:\s*(no-run|run-last|output)\b[^>]*-->")
-FENCE = re.compile(r"^```(\w*)\s*$")
 BIN = Path(sys.executable).parent
 
 
 @dataclass(frozen=True)
 class Block:
+    page: str  # relative to the repo
     line: int  # 1-based line of the opening fence
     language: str
     text: str
     marker: str | None
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.language or 'commands'})"
+        return f"{self.page}:{self.line} ({self.language or 'commands'})"
 
 
-def readme_blocks() -> list[Block]:
-    lines = README.read_text(encoding="utf-8").splitlines()
-    blocks, index = [], 0
-    while index < len(lines):
-        opening = FENCE.match(lines[index])
-        if not opening:
-            index += 1
+def page_blocks(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    blocks = []
+    for token in MarkdownIt("commonmark").parse(text):
+        if token.type != "fence" or not token.map or token.info.startswith("{"):
             continue
-        end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
-        before = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        start = token.map[0]
+        before = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
         marker = MARKER.search(before)
-        blocks.append(Block(index + 1, opening.group(1), "\n".join(lines[index + 1 : end]), marker.group(1) if marker else None))
-        index = end + 1
+        language = token.info.split()[0] if token.info.strip() else ""
+        blocks.append(Block(docs_text.where(path), start + 1, language, token.content.rstrip("\n"), marker.group(1) if marker else None))
     return blocks
+
+
+def doc_blocks() -> list[Block]:
+    """Every code block of the documentation, page after page in the site's order."""
+    return [block for path in docs_text.pages() for block in page_blocks(path)]
 
 
 def commands(text: str) -> list[list[list[str]]]:
@@ -97,7 +108,7 @@ def options_in(text: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the example bench with a small real-model store, where README commands run."""
+    """A copy of the example bench with a small real-model store, where the documentation's commands run."""
     folder = tmp_path_factory.mktemp("readme")
     for name in ("bench.toml", "conftest.py"):
         shutil.copy(REPO / name, folder / name)
@@ -166,13 +177,13 @@ def run_command(argv: list[str], cwd: Path, where: str) -> None:
     env = {key: value for key, value in os.environ.items() if key not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, (
-        f"{where}: `{shlex.join(argv)}` exited {done.returncode}; fix the README, or mark the block "
+        f"{where}: `{shlex.join(argv)}` exited {done.returncode}; fix the page, or mark the block "
         f"<!-- readme-test: no-run: WHY --> if it must not run here\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
 
 
 def call_hooks(namespace: dict[str, Any], tmp_path: Path, where: str) -> None:
-    """Exercise a README conftest: provision, script for every arm, tear down."""
+    """Exercise a documented conftest: provision, script for every arm, tear down."""
     bench = load_bench(REPO / "bench.toml")
     servers = {server.name for arm in bench.arms.values() for server in arm.mcp_servers}
     for arm_name in bench.arms:
@@ -195,15 +206,15 @@ def call_hooks(namespace: dict[str, Any], tmp_path: Path, where: str) -> None:
             namespace["pytest_benchcell_teardown"](trial=info, environment=environment)
 
 
-def test_the_readme_has_blocks_of_every_kind() -> None:
-    kinds = {(block.language, block.marker) for block in readme_blocks()}
+def test_the_documentation_has_blocks_of_every_kind() -> None:
+    kinds = {(block.language, block.marker) for block in doc_blocks()}
     assert {("toml", None), ("python", None), ("", None), ("", "no-run"), ("", "output")} <= kinds
 
 
-def test_every_readme_block(scratch: Path, known_options: dict[str, set[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In document order, so a later block can use what an earlier command wrote."""
+def test_every_block_of_every_page(scratch: Path, known_options: dict[str, set[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the site's order, so a later block can use what an earlier command wrote."""
     monkeypatch.chdir(scratch)
-    for block in readme_blocks():
+    for block in doc_blocks():
         where = str(block)
         if block.marker == "output":
             continue
@@ -213,9 +224,10 @@ def test_every_readme_block(scratch: Path, known_options: dict[str, set[str]], t
                 parse_bench(REPO / "bench.toml", document)  # relative paths resolve from the repo root
             continue
         if block.language == "python":
-            namespace: dict[str, Any] = {"__name__": f"readme_{block.line}"}
-            exec(compile(block.text, where, "exec"), namespace)  # noqa: S102 - the README's own examples
-            call_hooks(namespace, tmp_path / f"hooks-{block.line}", where)
+            name = f"{Path(block.page).stem.replace('-', '_')}_{block.line}"
+            namespace: dict[str, Any] = {"__name__": name}
+            exec(compile(block.text, where, "exec"), namespace)  # noqa: S102 - the documentation's own examples
+            call_hooks(namespace, tmp_path / f"hooks-{name}", where)
             continue
         assert block.language in ("", "bash", "sh", "console"), f"{where}: unknown block language {block.language!r}"
         for chain in commands(block.text):
@@ -228,9 +240,9 @@ def test_every_readme_block(scratch: Path, known_options: dict[str, set[str]], t
 
 
 def test_inline_bench_options_exist(known_options: dict[str, set[str]]) -> None:
-    text = README.read_text(encoding="utf-8")
+    text = docs_text.text()
     mentioned = set(re.findall(r"(--bench-[a-z-]+)", text))
-    assert mentioned, "the README names no --bench-* option"
+    assert mentioned, "the documentation names no --bench-* option"
     assert mentioned <= known_options["pytest"], mentioned - known_options["pytest"]
     # and the options table lists every one the plugin has
     in_table = set(re.findall(r"^\| `(--bench-[a-z-]+)", text, flags=re.M)) | set(re.findall(r"`(--bench-report-[a-z]+) PATH`", text))
@@ -238,8 +250,8 @@ def test_inline_bench_options_exist(known_options: dict[str, set[str]]) -> None:
 
 
 def test_inline_commands_and_scripts_exist(known_options: dict[str, set[str]]) -> None:
-    text = README.read_text(encoding="utf-8")
+    text = docs_text.text()
     for script in re.findall(r"`\.venv/bin/python (benchmarks/[\w./-]+\.py)`", text):
         assert (REPO / script).is_file(), script
     for command in re.findall(r"`((?:pytest|benchcell|pip install) [^`]*)`", text):
-        check_command(shlex.split(command), known_options, f"README.md inline `{command}`")
+        check_command(shlex.split(command), known_options, f"the documentation's inline `{command}`")

@@ -11,14 +11,14 @@ import math
 import re
 from pathlib import Path
 
+import docs_text
 import pytest
 from sample_factory import cell_samples, write_samples
 
 from pytest_benchcell import statistics as st
 from pytest_benchcell.report import ReportSettings, build_report, render_terminal
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("### How the figures are computed", 1)[1].split("\n### ", 1)[0]
+SECTION = docs_text.section("How the figures are computed")
 FLAT = " ".join(SECTION.split())  # sentences wrap across lines in the file
 PLAIN = FLAT.replace("**", "")  # without Markdown emphasis
 
@@ -224,7 +224,7 @@ def test_the_readme_figure_of_the_api_classification_meets_its_target() -> None:
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    (row,) = [line for line in README.splitlines() if line.startswith("|") and "benchmarks/api_classification.py" in line]
+    (row,) = [line for line in docs_text.text().splitlines() if line.startswith("|") and "benchmarks/api_classification.py" in line]
     target = re.search(r"\| <= ([\d.]+) ms for a long trial: met \|$", row)
     assert target and float(target.group(1)) == script.TARGET_MS_PER_TRIAL
     quoted = re.search(r"([\d.]+) to ([\d.]+) ms for a long trial \(([\d,]+) messages: (\d+) replies of (\d+) deltas", row)

@@ -6,6 +6,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import docs_text
 import pytest
 from benches import BENCH_TOML
 from sample_factory import make_sample
@@ -193,8 +194,7 @@ def test_the_readme_figure_of_the_trip_back_meets_its_target(monkeypatch: pytest
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     TARGET_TRIP_MS = script.TARGET_TRIP_MS
-    readme = (repo / "README.md").read_text(encoding="utf-8")
-    (row,) = [line for line in readme.splitlines() if line.startswith("|") and "benchmarks/remote_gateways.py" in line]
+    row = docs_text.table_row("benchmarks/remote_gateways.py")
     target = re.search(r"\| trip back <= ([\d.]+) ms per sample: met \|$", row)
     assert target and float(target.group(1)) == TARGET_TRIP_MS
     quoted = [float(v) for v in re.findall(r"trip back ([\d.]+) to ([\d.]+) ms per sample", row)[0]]

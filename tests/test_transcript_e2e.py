@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+import docs_text
 import pytest
 from benches import TASKS, write_bench
 
@@ -217,7 +218,7 @@ def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the
     import re
 
     repo = Path(__file__).resolve().parent.parent
-    row = next(line for line in (repo / "README.md").read_text().splitlines() if "benchmarks/transcript_size.py" in line)
+    row = docs_text.table_row("benchmarks/transcript_size.py")
     figures = re.search(r"median ([\d,]+) bytes per trial compressed \(([\d,]+) bytes of JSON inside, ([\d.]+)x\), max ([\d,]+)", row)
     assert figures, f"README's transcript_size row no longer states its figures: {row}"
     median, _, ratio, largest = (float(value.replace(",", "")) for value in figures.groups())

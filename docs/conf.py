@@ -1,0 +1,15 @@
+"""Sphinx configuration of the documentation site: README.md (the front page) and the pages of docs/.
+
+Sphinx with MyST reads the pages as CommonMark, the dialect GitHub renders them in, so each page reads
+the same on GitHub and on the site; `sphinx-build -W docs OUT` turns every warning into an error
+(a link to a missing page or heading, a page outside the table of contents), and the test suite runs
+exactly that (tests/test_docs_site.py).
+"""
+
+project = "pytest-benchcell"
+extensions = ["myst_parser"]
+source_suffix = {".md": "markdown"}
+exclude_patterns = ["_build", "_tools"]
+myst_heading_anchors = 3  # GitHub's anchors for h1 to h3, so `page.md#a-heading` links resolve and are checked
+html_theme = "furo"
+html_title = "pytest-benchcell"

@@ -1,0 +1,92 @@
+"""The documentation site: it builds with every warning an error, holds every page, keeps the front
+page short with the two commands on top, and its bench.toml reference says what the loader accepts.
+
+Every code block of every page is run or checked by tests/test_readme.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import docs_text
+from markdown_it import MarkdownIt
+
+REPO = docs_text.REPO
+# .ci/run and every fresh machine depend on these two lines, word for word.
+FRESH_MACHINE_COMMANDS = (
+    "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
+    ".venv/bin/pytest --bench-arm cli-skill --bench-task close-export --bench-scripted",
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest",
+)
+KEYS_TABLE = docs_text.KEYS_TABLE
+
+
+def test_the_site_builds_with_every_warning_an_error(tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(REPO / "docs"), str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert not built.stderr.strip(), built.stderr
+    front = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert "Two commands on a fresh machine" in front  # the front page is the README itself
+    for page in docs_text.pages()[1:]:
+        assert (tmp_path / page.with_suffix(".html").name).is_file(), page
+    assert 'href="docs/' not in front, "a link of the front page still points at docs/ on the site"
+
+
+def test_every_page_under_docs_is_in_the_site() -> None:
+    written = {path.name for path in (REPO / "docs").glob("*.md")} - {"index.md"}
+    assert written == {path.name for path in docs_text.pages()[1:]}
+
+
+def test_the_front_page_opens_with_the_two_commands_and_fits_in_200_lines() -> None:
+    text = docs_text.FRONT_PAGE.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    first = docs_text.headings(docs_text.FRONT_PAGE)[1]
+    assert first[:2] == (2, "Two commands on a fresh machine")
+    commands = [line for line in docs_text.section(first[1]).splitlines() if line.startswith("python3 -m venv")]
+    assert tuple(commands) == FRESH_MACHINE_COMMANDS
+
+
+def keys_table() -> dict[str, tuple[str, ...]]:
+    rows = re.findall(r"^\| `([^`]+)` \| (.*) \|$", docs_text.section(KEYS_TABLE), flags=re.M)
+    return {table: tuple(re.findall(r"`([^`]+)`", keys)) for table, keys in rows}
+
+
+def test_the_bench_toml_reference_lists_exactly_the_keys_the_loader_accepts() -> None:
+    documented, accepted = keys_table(), docs_text.accepted_bench_keys()
+    assert documented.keys() == accepted.keys()
+    for table, keys in accepted.items():
+        assert set(documented[table]) == set(keys), (
+            f"{table}: the loader accepts {sorted(set(keys) - set(documented[table]))} that the reference's table lacks, "
+            f"and the table lists {sorted(set(documented[table]) - set(keys))} that the loader refuses "
+            f"(docs/bench-toml.md, {KEYS_TABLE!r})"
+        )
+
+
+def test_every_key_the_loader_accepts_is_described_outside_the_table() -> None:
+    """Named in a TOML example (`key =` commented or not, or `[arms.a.key.b]`) or in the prose (`key`) of some page."""
+    documents = [(docs_text.where(path), path.read_text(encoding="utf-8")) for path in docs_text.pages()]
+    keys = {key for keys in docs_text.accepted_bench_keys().values() for key in keys}
+    undescribed = sorted(key for key in keys if not docs_text.key_mentions(key, documents))
+    assert not undescribed, f"keys the loader accepts that no page describes: {undescribed}"
+
+
+def test_every_commented_key_of_the_reference_examples_is_accepted() -> None:
+    """The reference shows optional keys as comments (`# helpers = ...`); each must still exist."""
+    accepted = {key for keys in docs_text.accepted_bench_keys().values() for key in keys}
+    reference = next(path for path in docs_text.pages() if KEYS_TABLE in path.read_text(encoding="utf-8"))
+    commented = set()
+    for token in MarkdownIt("commonmark").parse(reference.read_text(encoding="utf-8")):
+        if token.type == "fence" and token.info.startswith("toml"):
+            for line in token.content.splitlines():
+                match = re.match(r"#\s*([a-z_]+)\s*=\s*(.+)", line)
+                if match and tomllib.loads(f"{match.group(1)} = {match.group(2).split('  #')[0]}"):
+                    commented.add(match.group(1))
+    assert commented, "the reference shows no optional key as a comment"
+    assert commented <= accepted, commented - accepted
