@@ -7,7 +7,8 @@ The package has one room per responsibility:
 
 * ``model``: the settings and the report's dataclasses (their field names are the JSON keys);
 * ``reading``: the store, one cell at a time, reduced to per-cell summaries;
-* ``figures``: every figure of every table (the statistics themselves are in ``statistics.py``);
+* ``figures``: every figure of every table, one module a responsibility (the statistics themselves
+  are in the ``statistics`` package);
 * ``renderers``: ``document`` (what every text format says), then one module per format:
   ``terminal``, ``markdown``, ``json``, ``html``.
 

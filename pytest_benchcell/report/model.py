@@ -1,6 +1,6 @@
 """The report's data: settings in, plain dataclasses out. Field names are the JSON keys.
 
-Nothing here computes a figure (figures.py does) or formats one (renderers/ do); data/report.schema.json
+Nothing here computes a figure (figures/ does) or formats one (renderers/ do); data/report.schema.json
 describes the same shape for readers of the JSON.
 """
 

@@ -1,6 +1,6 @@
 """Reading the store for a report: one cell at a time, each sample reduced at once to a few numbers.
 
-Only this module knows the sample record's fields; it hands figures.py one CellSummary per
+Only this module knows the sample record's fields; it hands figures/ one CellSummary per
 (arm, task), built from the cell's newest fingerprint. Never holds a transcript: of the trials that
 did not pass it keeps where they lie, and reads back in full only the few a report lists.
 """

@@ -1,4 +1,4 @@
-"""One module per output format; document.py holds what every text format says."""
+"""One module per output format; document/ holds what every text format says."""
 
 from .html import render_html
 from .json import render_json
