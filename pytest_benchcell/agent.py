@@ -41,84 +41,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .api_faults import DEFAULT_API_STALL_MS, ApiFault, ApiLog, RunEnd, classify
-from .isolation.tool_offer import ToolOffer
-from .sample import sum_tokens, tokens_from_camel, tokens_from_snake, zero_tokens
-from .transcript import Recorder
-
-GuardFunction = Callable[[str, Mapping[str, Any]], "tuple[bool, str]"]
+from .agent_result import AgentRequest, AgentResult, _absorb_result, _attach_tool_result, _offer, _whole
+from .agent_result import GuardFunction as GuardFunction
+from .api_faults import ApiLog, RunEnd, classify
+from .sample import sum_tokens, tokens_from_snake
+from .transcribing import _Transcriber
 
 # After an interrupt the CLI normally answers within about 0.35 s; this bounds a CLI that does not.
 INTERRUPT_GRACE_S = 10.0
 STDERR_TAIL_LINES = 40
-
-
-@dataclass(frozen=True)
-class AgentRequest:
-    model: str
-    system_prompt: str
-    prompt: str
-    max_turns: int
-    wall_clock_s: float
-    cwd: Path
-    env: Mapping[str, str]  # layered by the SDK over the harness's environment
-    tools: tuple[str, ...]  # Claude Code built-in tools the arm declares
-    mcp_servers: Mapping[str, Mapping[str, Any]]  # name -> stdio server config
-    guard: GuardFunction  # (tool name, tool input) -> (allowed, reason)
-    cli_path: Path | None = None  # a launcher for the CLI (see hygiene.cli_wrapper); None: the bundled one
-    startup_wait_s: float = 0.0  # how long the CLI may wait for MCP servers before the conversation
-    recorder: Recorder | None = None  # receives the transcript's events as they arrive (kept on any exit)
-    api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long while a request is open: a stall
-
-
-@dataclass
-class AgentResult:
-    subtype: str | None = None  # ResultMessage.subtype; None if no result arrived
-    is_error: bool = False
-    terminal_reason: str | None = None
-    final_answer: str = ""
-    turns: int = 0
-    duration_ms: int = 0
-    cost_usd: float | None = None
-    usage_total: dict[str, int] = field(default_factory=zero_tokens)
-    usage_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
-    attempts: list[dict[str, Any]] = field(default_factory=list)  # from the PreToolUse hook
-    transcript: list[dict[str, Any]] = field(default_factory=list)  # from the messages themselves
-    hung: bool = False
-    error: str | None = None  # an SDK/CLI/API failure, not an agent failure
-    api_error_status: int | None = None
-    stderr_tail: list[str] = field(default_factory=list)
-    partial_usage: dict[str, dict[str, int]] = field(default_factory=dict)
-    denied_ids: list[str] = field(default_factory=list)  # the CLI's own record of denied calls
-    offer: ToolOffer | None = None  # from the init message; None: the CLI never sent one
-    first_request_tools: tuple[str, ...] | None = None  # what the first model request carried, where known
-    api: ApiLog = field(default_factory=ApiLog)  # the model API's signals during the run
-    api_fault: ApiFault | None = None  # the API ended the run (api_faults.classify)
-    api_wait_ms: int = 0  # the CLI's waits between attempts of failing model requests
-
-    @property
-    def replies(self) -> int:
-        """Model replies the agent received in full: the sample's `turns` (README "The sample format")."""
-        return len(self.api.completed_replies)
-
-    @property
-    def usage_known(self) -> bool:
-        """Whether the run's usage is known. A run the model never answered (hung before its first
-        reply, an API error before any response) reports none, and a reply that came without usage
-        fields (a gateway that drops them) leaves the sum unknown: unknown, not zero."""
-        if self.api.usage_unreported:
-            return False
-        return bool(self.replies) or any(self.usage_total.values())
-
-    @property
-    def hit_turn_cap(self) -> bool:
-        return self.subtype == "error_max_turns"
-
 
 # The SDK modules a trial touches, imported up front. The SDK imports some of them (and `mcp`) only
 # when a client connects: an interrupt (a pytest-timeout, Ctrl-C) landing in the middle of such an
@@ -199,7 +134,7 @@ async def _run(request: AgentRequest) -> AgentResult:
 
     result = AgentResult(api=ApiLog(stall_ms=request.api_stall_ms))
     stderr_lines: list[str] = []
-    transcriber = _Transcriber(request.recorder) if request.recorder is not None else None
+    transcriber = _Transcriber(request.recorder, _sdk) if request.recorder is not None else None
     if transcriber is not None:
         transcriber.recorder.start()
         transcriber.recorder.add("prompt", system_prompt=request.system_prompt, prompt=request.prompt)
@@ -477,218 +412,3 @@ def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
     now_due_ms = log.stall_due_ms()
     if now_due_ms is not None and (due_ms is None or now_due_ms < due_ms):
         watch.stall_sooner.set()
-
-
-def _absorb_result(message: Any, result: AgentResult) -> None:
-    result.subtype = message.subtype
-    result.is_error = bool(message.is_error)
-    result.terminal_reason = getattr(message, "terminal_reason", None)
-    result.final_answer = message.result or ""
-    result.turns = int(message.num_turns or 0)
-    result.duration_ms = int(message.duration_ms or 0)
-    result.cost_usd = message.total_cost_usd
-    if message.api_error_status:
-        result.api_error_status = int(message.api_error_status)
-    if message.is_error and message.subtype == "success":
-        # An API failure after the CLI's retries arrives as a "success" result flagged is_error
-        # (terminal_reason api_error): the model never answered, so it is a harness error.
-        status = f" {message.api_error_status}" if message.api_error_status else ""
-        result.error = f"model API error{status}: {(message.result or '').strip()[:300]}"
-    for denial in message.permission_denials or []:
-        if isinstance(denial, dict) and denial.get("tool_use_id"):
-            result.denied_ids.append(str(denial["tool_use_id"]))
-    by_model = {name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()}
-    if by_model:
-        result.usage_by_model = by_model
-        result.usage_total = sum_tokens(by_model.values())
-    elif message.usage:
-        result.usage_total = tokens_from_snake(message.usage)
-
-
-def _whole(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def _offer(data: Any) -> ToolOffer:
-    """The init message's MCP server statuses and tools (the first init only: a later one would
-    describe a later moment than the first model request)."""
-    data = data if isinstance(data, dict) else {}
-    servers = {
-        str(server.get("name")): str(server.get("status"))
-        for server in data.get("mcp_servers") or []
-        if isinstance(server, dict)
-    }
-    return ToolOffer(servers=servers, tools=tuple(str(tool) for tool in data.get("tools") or []))
-
-
-def _attach_tool_result(result: AgentResult, block: Any) -> None:
-    content = block.content
-    if isinstance(content, list):
-        content = "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    for call in reversed(result.transcript):
-        if call["id"] == block.tool_use_id:
-            call["result"] = {"is_error": bool(block.is_error), "content": str(content or "")}
-            return
-
-
-class _Transcriber:
-    """Turns the SDK's messages into transcript events (transcript.py documents each kind)."""
-
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.requests = 0
-        self.answered = 0  # the request the last response answered
-        self.response: dict[str, Any] | None = None  # the response being streamed
-        self.cut = False  # the harness interrupted the run: later stream events are the CLI's making
-
-    def message(self, message: Any) -> None:
-        from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, SystemMessage, UserMessage
-
-        add = self.recorder.add
-        if isinstance(message, StreamEvent):
-            if self.cut:
-                return  # the closing events the CLI makes up for a reply it was streaming
-            self._stream_event(message.event if isinstance(message.event, dict) else {}, message.parent_tool_use_id)
-        elif isinstance(message, SystemMessage):
-            data = message.data if isinstance(message.data, dict) else {}
-            if message.subtype == "init":
-                add(
-                    "init",
-                    session_id=data.get("session_id"),
-                    model=data.get("model"),
-                    cwd=data.get("cwd"),
-                    tools=[str(tool) for tool in data.get("tools") or []],
-                    mcp_servers=[
-                        {"name": server.get("name"), "status": server.get("status")}
-                        for server in data.get("mcp_servers") or []
-                        if isinstance(server, dict)
-                    ],
-                    permission_mode=data.get("permissionMode"),
-                )
-            elif message.subtype == "status" and data.get("status") == "requesting":
-                self.requests += 1
-                add("model_request", request=self.requests)
-            else:
-                add("system", subtype=message.subtype, data={k: v for k, v in data.items() if k not in ("type", "uuid", "session_id")})
-        elif isinstance(message, AssistantMessage):
-            if message.error is not None or message.model == "<synthetic>":
-                add("api_error", error=str(message.error), text=_text_of(message.content))
-                return
-            for block in message.content:
-                kind, fields = _block_event(block, message.message_id)
-                add(kind, **fields, **_subagent(message))
-        elif isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                add("user", content=message.content)
-                return
-            for block in message.content:
-                kind, fields = _block_event(block, None)
-                if kind == "tool_result":
-                    add(kind, **fields, **_subagent(message))
-                else:
-                    add("user", content=_text_of([block]), **_subagent(message))
-        elif isinstance(message, ResultMessage):
-            add(
-                "result",
-                subtype=message.subtype,
-                is_error=bool(message.is_error),
-                terminal_reason=getattr(message, "terminal_reason", None),
-                stop_reason=message.stop_reason,
-                result=message.result,
-                num_turns=message.num_turns,
-                duration_ms=message.duration_ms,
-                duration_api_ms=message.duration_api_ms,
-                total_cost_usd=message.total_cost_usd,
-                usage=tokens_from_snake(message.usage) if message.usage else None,
-                model_usage={name: tokens_from_camel(usage) for name, usage in (message.model_usage or {}).items()},
-                permission_denials=list(message.permission_denials or []),
-            )
-
-    def _stream_event(self, event: dict[str, Any], parent_tool_use_id: str | None = None) -> None:
-        kind = event.get("type")
-        if kind == "message_start":
-            self._end_response(complete=False)  # a response that never ended before the next began
-            start = event.get("message") if isinstance(event.get("message"), dict) else {}
-            if self.requests == self.answered:  # a request the CLI did not announce
-                self.requests += 1
-                self.recorder.add("model_request", request=self.requests)
-            self.answered = self.requests
-            self.response = {
-                "request": self.requests,
-                "message_id": start.get("id"),
-                "model": start.get("model"),
-                "stop_reason": None,
-                "usage": tokens_from_snake(start.get("usage")),
-                **({"parent_tool_use_id": parent_tool_use_id} if parent_tool_use_id else {}),
-            }
-        elif kind == "message_delta" and self.response is not None:
-            delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
-            self.response["stop_reason"] = delta.get("stop_reason") or self.response["stop_reason"]
-            # The final usage: output always; the input fields when the API repeats them.
-            reported = event.get("usage") if isinstance(event.get("usage"), dict) else {}
-            snake = {key: value for key, value in reported.items() if value is not None}
-            self.response["usage"].update(
-                {name: value for name, value in tokens_from_snake(snake).items() if _SNAKE[name] in snake}
-            )
-        elif kind == "message_stop":
-            self._end_response(complete=True)
-
-    def _end_response(self, *, complete: bool) -> None:
-        if self.response is not None:
-            self.recorder.add("model_response", **self.response, complete=complete)
-            self.response = None
-
-    def interrupted(self, kind: str, **fields: Any) -> None:
-        """The harness stops the run (`backstop`, `api_stall`, `api_refused`): a response being
-        streamed is cut off, kept incomplete with what it reported so far."""
-        self.recorder.add(kind, **fields)
-        self._end_response(complete=False)
-        self.cut = True
-
-    def finish(self, error: str | None, fault: ApiFault | None = None) -> None:
-        """The run is over: a response cut off mid-stream is kept with what it reported."""
-        self._end_response(complete=False)
-        if fault is not None:
-            self.recorder.add("api_fault", fault=fault.kind, status=fault.status, error=fault.error,
-                              attempts=fault.attempts, reason=fault.reason)  # fmt: skip
-        elif error:
-            self.recorder.add("error", error=error)
-
-
-_SNAKE = {"fresh_input": "input_tokens", "cache_write": "cache_creation_input_tokens",
-          "cache_read": "cache_read_input_tokens", "output": "output_tokens"}  # fmt: skip
-
-
-def _subagent(message: Any) -> dict[str, Any]:
-    """A subagent's messages (the Task tool) name the tool call that started it."""
-    parent = getattr(message, "parent_tool_use_id", None)
-    return {"parent_tool_use_id": parent} if parent else {}
-
-
-def _block_event(block: Any, message_id: str | None) -> tuple[str, dict[str, Any]]:
-    from claude_agent_sdk import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-
-    if isinstance(block, TextBlock):
-        return "text", {"message_id": message_id, "text": block.text}
-    if isinstance(block, ThinkingBlock):  # the signature is opaque to a reader: left out
-        return "thinking", {"message_id": message_id, "thinking": block.thinking}
-    if isinstance(block, ToolUseBlock):
-        return "tool_use", {"message_id": message_id, "id": block.id, "name": block.name, "input": dict(block.input)}
-    if isinstance(block, ToolResultBlock):
-        content = block.content if isinstance(block.content, str) else _text_of(block.content or [])
-        return "tool_result", {"tool_use_id": block.tool_use_id, "is_error": bool(block.is_error), "content": content}
-    fields = dict(block.__dict__) if hasattr(block, "__dict__") else {"value": str(block)}
-    return "block", {"message_id": message_id, "type": type(block).__name__, **fields}
-
-
-def _text_of(parts: Any) -> str:
-    """Text parts joined; any other part named in brackets ([image])."""
-    texts = []
-    for part in parts if isinstance(parts, list) else [parts]:
-        if isinstance(part, dict):
-            texts.append(str(part.get("text")) if part.get("type", "text") == "text" else f"[{part.get('type')}]")
-        elif hasattr(part, "text"):
-            texts.append(str(part.text))
-        else:
-            texts.append(f"[{type(part).__name__}]")
-    return "\n".join(texts)

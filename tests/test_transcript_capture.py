@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from test_trial_exits import Hooks, spec_for, stored
 
-from pytest_benchcell.agent import _Transcriber
+from pytest_benchcell.agent import _sdk
+from pytest_benchcell.transcribing import _Transcriber
 from pytest_benchcell.transcript import Recorder, events_of, read_transcript
 from pytest_benchcell.trial import run_trial
 
@@ -65,7 +66,7 @@ def test_an_unwritable_transcript_folder_costs_the_transcript_not_the_sample(tmp
 
 
 def transcribe(*messages: Any) -> list[dict[str, Any]]:
-    transcriber = _Transcriber(Recorder())
+    transcriber = _Transcriber(Recorder(), _sdk)
     for message in messages:
         transcriber.message(message)
     transcriber.finish(None)
