@@ -460,6 +460,15 @@ def test_each_bench_passes_once_the_named_declaration_is_added(pytester: pytest.
 
 @pytest.mark.e2e
 @needs_sandbox
+def test_an_arm_left_out_by_k_is_not_checked_so_it_cannot_refuse_the_sitting(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, package='readable = ["pkgtool"]')
+    result = sitting(pytester, "wrapper,package", "-k", "package")  # the wrapper arm is broken, and deselected
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
+
+
+@pytest.mark.e2e
+@needs_sandbox
 def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_workers(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     result = sitting(pytester, "wrapper", "-n", "2")
@@ -603,3 +612,20 @@ def test_the_example_bench_without_its_declarations_is_refused_as_the_readme_sho
     assert second.check.label == "$TRACKER_URL"
     shown = readme_block_after("The example bench without its `readable` and")
     assert comparable("ERROR: " + found.refusal(bench)) == comparable(shown)
+
+
+def test_the_readme_figure_of_the_pre_flight_is_said_against_the_scripts_target() -> None:
+    """README, Benchmarks: the row of benchmarks/preflight_cost.py states its median and whether it
+    meets the script's target; a figure said to meet a target it misses (or the reverse) is false."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("preflight_cost", ROOT / "benchmarks" / "preflight_cost.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (row,) = [line for line in (ROOT / "README.md").read_text().splitlines() if "benchmarks/preflight_cost.py" in line and line.startswith("|")]
+    median = re.search(r"median ([\d.]+) s", row)
+    target = re.search(r"\| < ([\d.]+) s per sitting for four arms: (met|missed)[^|]*\|$", row)
+    assert median and target, f"README's pre-flight row no longer states its figure and target: {row}"
+    assert float(target.group(1)) == script.TARGET_S
+    assert (float(median.group(1)) < script.TARGET_S) == (target.group(2) == "met")
