@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Arm, Bench, BenchConfigError, fill_placeholders
+from .config import Arm, Bench, fill_placeholders
 from .confinement import Confinement, ConfinementError, confine, sandbox_state
 from .isolation import exec_audit
 from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
@@ -210,7 +210,7 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
         try:
             with provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks) as (info, environment, folder, values):
                 _check_arm(bench, arm, task, info, environment, folder, values, cli, found)
-        except (HarnessError, ConfinementError, BenchConfigError) as exc:
+        except (HarnessError, ConfinementError) as exc:
             found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
     found.seconds = time.monotonic() - started
     return found
@@ -238,14 +238,16 @@ def _check_arm(
             if status == 0:
                 continue
             broken = _judge(arm, check, runner, confined)
-            if broken is None:
+            if isinstance(broken, Broken):
+                found.broken.append(broken)
+            elif broken == FLAKY:
+                found.notes.append(f"pre-flight: arm {arm.name}: `{command}` failed once in the sandbox and worked when run again")
+            else:
                 tried = " and ".join(f"`{c}`" for c in check.commands)
                 found.notes.append(
                     f"pre-flight: arm {arm.name}: {tried} fail outside the sandbox too, so the pre-flight cannot tell "
                     f"whether the sandbox breaks {check.label}; declare a command that works in [arms.{arm.name}] preflight"
                 )
-            else:
-                found.broken.append(broken)
     finally:
         confined.close()
 
@@ -272,9 +274,13 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
-def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Broken | None:
+FLAKY = "flaky"  # a check that failed inside worked when run there again
+
+
+def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Broken | str | None:
     """Run a check that failed inside outside the sandbox; when one of its commands works there, it
-    is broken: run that one inside again, alone, and read both traces for what the sandbox kept."""
+    is broken: run that one inside again, alone, and read both traces for what the sandbox kept.
+    None when every command fails outside too; FLAKY when the one that works outside works inside now."""
     tracer = confined.audit.tracer if confined.audit is not None else None
     for command in check.commands:
         if check.endpoint:
@@ -287,7 +293,7 @@ def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Br
             continue
         status, output, inside_log = runner.inside_one(command)
         if status == 0:
-            return None  # it works now: a flaky program, not the sandbox
+            return FLAKY  # a program that fails now and then, not the sandbox
         broken = Broken(arm.name, check, command, status, outside[0], output, traced=tracer is not None, view=confined.view)
         if confined.view is not None and tracer is not None:
             broken.blocked = _what_was_kept(confined.view, inside_log, outside[2])

@@ -460,6 +460,36 @@ def test_each_bench_passes_once_the_named_declaration_is_added(pytester: pytest.
 
 @pytest.mark.e2e
 @needs_sandbox
+@needs_audit
+def test_a_declared_preflight_command_that_reaches_the_service_names_the_refused_connection(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, service='preflight = ["svc list"]')
+    result = sitting(pytester, "service")
+    assert_refused_before_anything(pytester, result, "service")
+    result.stderr.re_match_lines([
+        re.escape("arm service: `svc list` works outside the sandbox (exit 0) and fails inside it (exit 1)"),
+        r"    could not connect to 127\.0\.0\.1:\d+ \(the sandbox lets commands reach only the endpoints the arm declares\)",
+        re.escape('    -> declare [arms.service] network = ["http://127.0.0.1:{port}/"]'),
+        r"    it said: .*",
+        re.escape("        urllib.error.URLError: <urlopen error [Errno 111] Connection refused>"),
+    ])  # fmt: skip
+    write_bench(pytester, service='preflight = ["svc list"]\nnetwork = ["http://127.0.0.1:{port}/"]')
+    sitting(pytester, "service").assert_outcomes(passed=1)
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_a_preflight_command_with_a_placeholder_the_environment_lacks_is_refused(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, wrapper='preflight = ["tracker list --since {yesterday}"]')
+    result = sitting(pytester, "wrapper")
+    assert_refused_before_anything(pytester, result, "wrapper")
+    result.stderr.fnmatch_lines([
+        f"ERROR: {pytester.path}/bench.toml: [[]arms.wrapper] preflight uses the placeholder {{yesterday}}, but the "
+        "environment supplies only: bench_root, cwd, port, python",
+    ])  # fmt: skip
+
+
+@pytest.mark.e2e
+@needs_sandbox
 def test_an_arm_left_out_by_k_is_not_checked_so_it_cannot_refuse_the_sitting(pytester: pytest.Pytester) -> None:
     write_bench(pytester, package='readable = ["pkgtool"]')
     result = sitting(pytester, "wrapper,package", "-k", "package")  # the wrapper arm is broken, and deselected
