@@ -488,6 +488,15 @@ def test_a_preflight_command_with_a_placeholder_the_environment_lacks_is_refused
     ])  # fmt: skip
 
 
+@needs_sandbox
+def test_collect_only_runs_no_pre_flight(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)  # the wrapper arm is broken: a pre-flight would refuse it
+    result = sitting(pytester, "wrapper", "--collect-only")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*<TrialItem wrapper-count-t1>*"])
+    assert "pre-flight" not in result.stdout.str() + result.stderr.str()
+
+
 @pytest.mark.e2e
 @needs_sandbox
 def test_an_arm_left_out_by_k_is_not_checked_so_it_cannot_refuse_the_sitting(pytester: pytest.Pytester) -> None:
