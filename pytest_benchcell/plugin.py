@@ -348,6 +348,13 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             # xdist worker: the controller decided the numbers once for every worker, because the
             # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
+            if not collect_only and worker_plan.get("bench_path") != str(bench.path):
+                # Another checkout (another machine): its sandbox is not the one the controller checked.
+                first_task: dict[str, str] = {}
+                for (arm, task), trials in numbers.items():
+                    if trials:
+                        first_task.setdefault(arm, task)
+                preflight_notes = _preflight(config, bench, first_task, model_kind)
             scored = {cell: 0 for cell in cells}  # the tally lives on the controller
             counts = {}
         else:
@@ -603,6 +610,7 @@ class _XdistBridge:
                     state.bench, state.tallies, turn_cap=state.turn_cap, wall_clock_ms=state.wall_clock_ms
                 ),
                 "store": str(state.store.root.resolve()),
+                "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
             }
         node.workerinput[WORKER_PLAN_KEY] = self.worker_plan
 

@@ -521,6 +521,28 @@ def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_w
 
 @pytest.mark.e2e
 @needs_sandbox
+def test_a_gateway_whose_checkout_the_sandbox_breaks_refuses_before_any_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import shutil
+
+    write_bench(pytester)  # the far checkout: the same definitions, without `readable` (not a condition)
+    far = tmp_path / "far"
+    shutil.copytree(pytester.path, far)
+    write_bench(pytester, wrapper='readable = ["tracker.py"]')  # the controller's checkout works
+    result = pytester.runpytest_subprocess(
+        "--bench-arm", "wrapper", "--bench-task", "count", "--bench-scripted", "-p", "no:randomly",
+        "-d", "--tx", f"popen//chdir={far}",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        f"*benchcell: gateway gw0 (popen//chdir={far}) cannot run trials: benchcell pre-flight: 1 check of the "
+        "selected arms works outside the sandbox and fails inside it*",
+        "arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)",
+    ])  # fmt: skip
+    assert samples(pytester, "wrapper") == [] and not (far / "results").exists()
+
+
+@pytest.mark.e2e
+@needs_sandbox
 def test_with_the_audit_off_the_refusal_says_what_failed_and_what_it_printed(pytester: pytest.Pytester) -> None:
     write_bench(pytester, exec_audit="off")
     result = sitting(pytester, "wrapper")
