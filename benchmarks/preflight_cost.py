@@ -8,7 +8,7 @@ tool, the bench's own hooks provision and ready its tracker service, the arm is 
 is (PATH folder, shell prefix, sandbox, network namespace), its programs run in one command through
 the prefix, then the service is torn down. The mcp arm has no shell: nothing runs for it. Prints the
 median over the runs, the spread, and where one run's time goes (provision + ready, confinement,
-the commands in the sandbox, teardown).
+the commands in the sandbox, teardown), and what the same programs cost run bare.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import importlib.util
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,17 @@ class Phases:
         return wrapper
 
 
+def bare_commands(bench: Any, arms: list[str]) -> float:
+    """The pre-flight's commands (the first of each check) run with plain bash on the harness's PATH
+    and the bench's `path` folders: the programs' own cost, without the sandbox or an environment."""
+    commands = [check.commands[0] for arm in arms for check in preflight.checks_for_binaries(bench.arms[arm])]
+    path = os.pathsep.join([*(folder for arm in arms for folder in bench.arms[arm].path), os.environ.get("PATH", "")])
+    started = time.perf_counter()
+    for command in commands:
+        subprocess.run(["bash", "-c", command], env={**os.environ, "PATH": path}, capture_output=True, check=False)
+    return time.perf_counter() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -92,11 +104,13 @@ def main() -> int:
             print("the example bench did not pass its pre-flight:", found.refusal(bench), *found.notes, sep="\n")
             return 1
         breakdown = dict(phases.seconds)
+    bare = bare_commands(bench, found.arms)
     median = statistics.median(totals)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.runs} runs")
     print(f"arms checked: {', '.join(found.arms)} ({found.checks} checks; mcp has no shell)")
     print(f"pre-flight per sitting: median {median:.2f} s (runs {min(totals):.2f} to {max(totals):.2f} s)")
     print("where the last run's time went: " + ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in breakdown.items()))
+    print(f"the same programs run bare, outside any sandbox: {bare:.2f} s (what the arms' programs cost by themselves)")
     verdict = "met" if median < TARGET_S else "missed"
     print(f"target < {TARGET_S:.0f} s per sitting for four arms: {verdict}")
     return 0 if median < TARGET_S else 1

@@ -350,6 +350,13 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             # xdist worker: the controller decided the numbers once for every worker, because the
             # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
+            if not collect_only and worker_plan.get("bench_path") != str(bench.path):
+                # Another checkout (another machine): its sandbox is not the one the controller checked.
+                first_task: dict[str, str] = {}
+                for (arm, task), trials in numbers.items():
+                    if trials:
+                        first_task.setdefault(arm, task)
+                preflight_notes = _preflight(config, bench, first_task, model_kind)
             scored = {cell: 0 for cell in cells}  # the tally lives on the controller
             counts = {}
         else:
@@ -437,9 +444,13 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
     if not arms:
         return []
     from .agent import bundled_cli
+    from .config import BenchConfigError
     from .preflight import run_preflight
 
-    found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
+    try:
+        found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
+    except BenchConfigError as exc:  # a placeholder of a preflight command the environment does not supply
+        raise pytest.UsageError(str(exc)) from None
     if found.broken:
         raise pytest.UsageError(found.refusal(bench))
     return [line for line in (found.summary(), *found.notes) if line]
@@ -603,6 +614,7 @@ class _XdistBridge:
                 ),
                 "store": str(state.store.root.resolve()),
                 "stop_file": str(stop_file(state.bench.root, state.sitting_id).resolve()),
+                "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
             }
         node.workerinput[WORKER_PLAN_KEY] = self.worker_plan
 

@@ -4,16 +4,17 @@ runs them, so a sitting the sandbox would break is refused instead of scored aga
 For each selected arm with a Bash tool and the sandbox, the bench's own hooks provision an
 environment (trial number 0, the arm's first selected task) and wait until it is ready; the arm is
 confined exactly as a trial is (confinement.confine: the curated PATH, the arm's variables, the shell
-prefix with the execution audit's strace, the sandbox and the trial's network namespace); then, in
-one command through that prefix, each check runs:
+prefix, the sandbox and the trial's network namespace); then, in one command through that prefix
+(without the audit's strace, which only slows this pass down), each check runs:
 
-- each binary: its declared `probe`, else `BINARY --version`, else (when that fails) `BINARY --help`;
+- each binary: its declared `probe`, else `BINARY --help`, else (when that fails) `BINARY --version`;
   or, where the arm declares `preflight = [...]`, those command lines instead;
 - each of the arm's variables that names a loopback endpoint the arm does not declare, when a
   service answers there outside the sandbox: a connection from inside.
 
 A check that fails inside is run outside the sandbox, with the same variables and folder. One that
-works outside and fails inside is what the sandbox broke: the sitting is refused (exit 4), with one
+works outside and fails inside (again, alone, through the prefix with the audit's strace) is what the
+sandbox broke: the sitting is refused (exit 4), with one
 message per check naming what the program could not reach and the declaration that gives it back
 (isolation/blocked.py): the execution audit's trace of the run inside (failed opens, execs and
 connects) and a trace of the run outside (what the program opened and reached there). Where the
@@ -38,12 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Arm, Bench, BenchConfigError, fill_placeholders
+from .config import Arm, Bench, fill_placeholders
 from .confinement import Confinement, ConfinementError, confine, sandbox_state
 from .isolation import exec_audit
 from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
 from .isolation.hygiene import removed_variables
 from .leftovers import printable
+from .trial import HarnessError, provisioned
 
 __all__ = ["Check", "Broken", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
 
@@ -130,7 +132,10 @@ class Broken:
         if bench_files and view is not None:
             out.append(view.readable_remedy(bench_files))
         if endpoints and view is not None:
-            offered = [view.offered.get(endpoint_in(b.target), b.target) for b in endpoints]  # type: ignore[arg-type]
+            offered = []
+            for blocked in endpoints:
+                endpoint = endpoint_in(blocked.target)
+                offered.append(view.offered.get(endpoint, blocked.target) if endpoint is not None else blocked.target)
             out.append(f"declare [arms.{self.arm}] network = {toml_list(list(dict.fromkeys([*view.network, *offered])))}")
         for blocked in self.blocked:
             if blocked.remedy and blocked not in endpoints and blocked.target not in bench_files and blocked.remedy not in out:
@@ -184,7 +189,7 @@ def _plural(count: int, word: str) -> str:
 
 def checks_for_binaries(arm: Arm) -> list[Check]:
     """The checks of an arm's programs: its declared preflight commands, else per binary its probe,
-    else `--version` then `--help`."""
+    else `--help` then `--version`."""
     if arm.preflight:
         return [Check(f"the preflight command `{command}`", (command,)) for command in arm.preflight]
     checks = []
@@ -197,8 +202,6 @@ def checks_for_binaries(arm: Arm) -> list[Check]:
 
 def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind: str, *, cli: str) -> Preflight:
     """Run the pre-flight for `arms` (arm -> the task its environment is provisioned for)."""
-    from .trial import HarnessError, provisioned
-
     started = time.monotonic()
     found = Preflight()
     for name, task in arms.items():
@@ -210,7 +213,7 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
         try:
             with provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks) as (info, environment, folder, values):
                 _check_arm(bench, arm, task, info, environment, folder, values, cli, found)
-        except (HarnessError, ConfinementError, BenchConfigError) as exc:
+        except (HarnessError, ConfinementError) as exc:
             found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
     found.seconds = time.monotonic() - started
     return found
@@ -238,14 +241,16 @@ def _check_arm(
             if status == 0:
                 continue
             broken = _judge(arm, check, runner, confined)
-            if broken is None:
+            if isinstance(broken, Broken):
+                found.broken.append(broken)
+            elif broken == FLAKY:
+                found.notes.append(f"pre-flight: arm {arm.name}: `{command}` failed once in the sandbox and worked when run again")
+            else:
                 tried = " and ".join(f"`{c}`" for c in check.commands)
                 found.notes.append(
                     f"pre-flight: arm {arm.name}: {tried} fail outside the sandbox too, so the pre-flight cannot tell "
                     f"whether the sandbox breaks {check.label}; declare a command that works in [arms.{arm.name}] preflight"
                 )
-            else:
-                found.broken.append(broken)
     finally:
         confined.close()
 
@@ -272,9 +277,13 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
-def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Broken | None:
+FLAKY = "flaky"  # a check that failed inside worked when run there again
+
+
+def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Broken | str | None:
     """Run a check that failed inside outside the sandbox; when one of its commands works there, it
-    is broken: run that one inside again, alone, and read both traces for what the sandbox kept."""
+    is broken: run that one inside again, alone, and read both traces for what the sandbox kept.
+    None when every command fails outside too; FLAKY when the one that works outside works inside now."""
     tracer = confined.audit.tracer if confined.audit is not None else None
     for command in check.commands:
         if check.endpoint:
@@ -287,7 +296,7 @@ def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Br
             continue
         status, output, inside_log = runner.inside_one(command)
         if status == 0:
-            return None  # it works now: a flaky program, not the sandbox
+            return FLAKY  # a program that fails now and then, not the sandbox
         broken = Broken(arm.name, check, command, status, outside[0], output, traced=tracer is not None, view=confined.view)
         if confined.view is not None and tracer is not None:
             broken.blocked = _what_was_kept(confined.view, inside_log, outside[2])

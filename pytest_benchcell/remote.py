@@ -149,13 +149,14 @@ def encode_sample(sample: Mapping[str, Any]) -> bytes:
 
 
 def refusal_cause(error: str) -> str:
-    """The worker's own message in a remote traceback (its refusal, else the last line said)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    for line in lines:
+    """The worker's own message in a remote traceback (its refusal, with the lines that follow it:
+    a refusal may take several; else the last line said)."""
+    lines = [line.rstrip() for line in str(error).splitlines() if line.strip()]
+    for at, line in enumerate(lines):
         start = line.find(REFUSAL_PREFIX)
         if start >= 0:
-            return line[start + len(REFUSAL_PREFIX):]
-    return lines[-1] if lines else "no reason given"
+            return "\n".join([line[start + len(REFUSAL_PREFIX):].strip(), *lines[at + 1 :]])
+    return lines[-1].strip() if lines else "no reason given"
 
 
 @dataclass

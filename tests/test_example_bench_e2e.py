@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from benches import file_bytes
 
+from pytest_benchcell.isolation.sandbox import find_sandbox
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,9 +145,13 @@ def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
     assert {(s["arm"], s["task"], s["outcome"]) for s in samples if s["outcome"] != "pass"} == {
         ("mcp", "close-duplicate", "incorrect")}  # fmt: skip
     assert all(s["status"] == "scored" for s in samples)
-    trials = spied(swept)
+    started = spied(swept)
+    trials = [t for t in started if t["trial"] != 0]
     assert sorted((t["arm"], t["task"], t["trial"]) for t in trials) == expected
-    assert_nothing_left(trials)  # every trial's service stopped: no process, no listening socket
+    # The pre-flight, on the xdist controller, provisioned one environment per arm with a shell (trial 0).
+    preflight = sorted(t["arm"] for t in started if t["trial"] == 0)
+    assert preflight == (["cli-skill", "native", "raw-api"] if find_sandbox().available else [])
+    assert_nothing_left(started)  # every service stopped, the pre-flight's too: no process, no listening socket
 
 
 def test_the_per_trial_token_never_reaches_the_store_or_a_report(swept):

@@ -314,8 +314,9 @@ def test_kept_transcripts_export_with_each_request_usage_and_no_secret(sat):
     # the full tool result (the sample's is clipped), with the token redacted
     verbose = next(event for event in tools if "-sv" in event.arguments["command"])
     assert "Authorization: Bearer [redacted]" in verbose.result
+    # The two trials' tokens (and those of the pre-flight's environments, trial 0, where the sandbox ran one).
     tokens = [secret for trial in trials for secret in trial["secrets"]]
-    assert len(tokens) == 4
+    assert len([trial for trial in trials if trial["trial"] != 0]) * 2 == 4 <= len(tokens)
     assert_absent(logs, tokens)
 
 

@@ -145,7 +145,9 @@ def test_what_the_agent_leaves_costs_no_sample_reveals_nothing_and_is_removed(py
     # nothing ran in the harness from the Python files left behind
     assert not paths["python"].exists()
     # nothing left behind: the trial's folder is gone, the link's target intact
-    (folder,) = paths["folders"].read_text().splitlines()
+    folders = paths["folders"].read_text().splitlines()
+    (folder,) = [line for line in folders if "-t0-" not in Path(line).name]  # the pre-flight's is trial 0
+    assert not any(Path(line).exists() for line in folders)
     assert Path(folder).name.startswith("benchcell-litter-litter-t1-") and not Path(folder).exists()
     assert paths["bench"].read_bytes() == bench_text and not paths["bench"].is_symlink()
     assert {p.name for p in pytester.path.iterdir()} - {".pytest_cache"} == {"bench.toml", "bin", "conftest.py", "results", "trial-folders.log"}

@@ -460,6 +460,54 @@ def test_each_bench_passes_once_the_named_declaration_is_added(pytester: pytest.
 
 @pytest.mark.e2e
 @needs_sandbox
+@needs_audit
+def test_a_declared_preflight_command_that_reaches_the_service_names_the_refused_connection(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, service='preflight = ["svc list"]')
+    result = sitting(pytester, "service")
+    assert_refused_before_anything(pytester, result, "service")
+    result.stderr.re_match_lines([
+        re.escape("arm service: `svc list` works outside the sandbox (exit 0) and fails inside it (exit 1)"),
+        r"    could not connect to 127\.0\.0\.1:\d+ \(the sandbox lets commands reach only the endpoints the arm declares\)",
+        re.escape('    -> declare [arms.service] network = ["http://127.0.0.1:{port}/"]'),
+        r"    it said: .*",
+        re.escape("        urllib.error.URLError: <urlopen error [Errno 111] Connection refused>"),
+    ])  # fmt: skip
+    write_bench(pytester, service='preflight = ["svc list"]\nnetwork = ["http://127.0.0.1:{port}/"]')
+    sitting(pytester, "service").assert_outcomes(passed=1)
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_a_preflight_command_with_a_placeholder_the_environment_lacks_is_refused(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, wrapper='preflight = ["tracker list --since {yesterday}"]')
+    result = sitting(pytester, "wrapper")
+    assert_refused_before_anything(pytester, result, "wrapper")
+    result.stderr.fnmatch_lines([
+        f"ERROR: {pytester.path}/bench.toml: [[]arms.wrapper] preflight uses the placeholder {{yesterday}}, but the "
+        "environment supplies only: bench_root, cwd, port, python",
+    ])  # fmt: skip
+
+
+@needs_sandbox
+def test_collect_only_runs_no_pre_flight(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)  # the wrapper arm is broken: a pre-flight would refuse it
+    result = sitting(pytester, "wrapper", "--collect-only")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*<TrialItem wrapper-count-t1>*"])
+    assert "pre-flight" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_an_arm_left_out_by_k_is_not_checked_so_it_cannot_refuse_the_sitting(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, package='readable = ["pkgtool"]')
+    result = sitting(pytester, "wrapper,package", "-k", "package")  # the wrapper arm is broken, and deselected
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
+
+
+@pytest.mark.e2e
+@needs_sandbox
 def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_workers(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     result = sitting(pytester, "wrapper", "-n", "2")
@@ -469,6 +517,28 @@ def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_w
     result = sitting(pytester, "wrapper", "-n", "2", "--bench-trials", "2")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_a_gateway_whose_checkout_the_sandbox_breaks_refuses_before_any_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import shutil
+
+    write_bench(pytester)  # the far checkout: the same definitions, without `readable` (not a condition)
+    far = tmp_path / "far"
+    shutil.copytree(pytester.path, far)
+    write_bench(pytester, wrapper='readable = ["tracker.py"]')  # the controller's checkout works
+    result = pytester.runpytest_subprocess(
+        "--bench-arm", "wrapper", "--bench-task", "count", "--bench-scripted", "-p", "no:randomly",
+        "-d", "--tx", f"popen//chdir={far}",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        f"*benchcell: gateway gw0 (popen//chdir={far}) cannot run trials: benchcell pre-flight: 1 check of the "
+        "selected arms works outside the sandbox and fails inside it*",
+        "arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)",
+    ])  # fmt: skip
+    assert samples(pytester, "wrapper") == [] and not (far / "results").exists()
 
 
 @pytest.mark.e2e
@@ -605,3 +675,20 @@ def test_the_example_bench_without_its_declarations_is_refused_as_the_readme_sho
     assert second.check.label == "$TRACKER_URL"
     shown = readme_block_after("The example bench without its `readable` and")
     assert comparable("ERROR: " + found.refusal(bench)) == comparable(shown)
+
+
+def test_the_readme_figure_of_the_pre_flight_is_said_against_the_scripts_target() -> None:
+    """README, Benchmarks: the row of benchmarks/preflight_cost.py states its median and whether it
+    meets the script's target; a figure said to meet a target it misses (or the reverse) is false."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("preflight_cost", ROOT / "benchmarks" / "preflight_cost.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (row,) = [line for line in (ROOT / "README.md").read_text().splitlines() if "benchmarks/preflight_cost.py" in line and line.startswith("|")]
+    median = re.search(r"median ([\d.]+) s", row)
+    target = re.search(r"\| < ([\d.]+) s per sitting for four arms: (met|missed)[^|]*\|$", row)
+    assert median and target, f"README's pre-flight row no longer states its figure and target: {row}"
+    assert float(target.group(1)) == script.TARGET_S
+    assert (float(median.group(1)) < script.TARGET_S) == (target.group(2) == "met")
