@@ -13,6 +13,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import docs_text
 import pytest
 
 from pytest_benchcell.isolation import sandbox
@@ -646,8 +647,6 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
 
 
 def readme_block_after(words: str) -> str:
-    import docs_text
-
     text = docs_text.text()
     after = text[text.index(words) :]
     return after.split("```\n", 1)[1].split("\n```", 1)[0]
@@ -686,7 +685,7 @@ def test_the_readme_figure_of_the_pre_flight_is_said_against_the_scripts_target(
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    (row,) = [line for line in (ROOT / "README.md").read_text().splitlines() if "benchmarks/preflight_cost.py" in line and line.startswith("|")]
+    (row,) = [line for line in docs_text.text().splitlines() if "benchmarks/preflight_cost.py" in line and line.startswith("|")]
     median = re.search(r"median ([\d.]+) s", row)
     target = re.search(r"\| < ([\d.]+) s per sitting for four arms: (met|missed)[^|]*\|$", row)
     assert median and target, f"README's pre-flight row no longer states its figure and target: {row}"
