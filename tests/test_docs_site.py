@@ -20,7 +20,7 @@ REPO = docs_text.REPO
 FRESH_MACHINE_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
     ".venv/bin/pytest --bench-arm cli-skill --bench-task close-export --bench-scripted",
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest",
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -n auto",
 )
 KEYS_TABLE = docs_text.KEYS_TABLE
 
