@@ -4,7 +4,7 @@ trial.py asks for one `Confinement` after provisioning and gets the CLI's enviro
 after the run it asks what the confinement saw. Inside it, from the outside in:
 - the curated PATH folder and the CLI launcher that drops inherited variables (isolation/hygiene.py);
 - the shell prefix every Bash command runs through: credentials dropped, the execution audit's
-  strace (isolation/exec_audit.py), and the sandbox (isolation/sandbox.py) with the trial's network
+  strace (isolation/exec_audit/), and the sandbox (isolation/sandbox.py) with the trial's network
   namespace;
 - the execution audit's verdict, and whether the sandbox held for the whole trial.
 Knows nothing of pytest or the SDK.

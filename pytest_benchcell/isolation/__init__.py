@@ -11,7 +11,7 @@ Pure: no pytest, no claude_agent_sdk. The modules, from the command line inwards
 - `arguments.py`   argument rules per binary (options, subcommands, URLs) and where lines may write;
 - `curl_rule.py`   where curl may connect when an arm confines it, and the one URL judge (allow_urls);
 - `tool_audit.py`  after the run, re-checks the tool calls the CLI streamed back;
-- `exec_audit.py`  after the run, checks every program the Bash commands actually executed (strace);
+- `exec_audit/`    after the run, checks every program the Bash commands actually executed (strace);
 - `hygiene.py`     the environment the agent sees: a curated PATH and no harness variables;
 - `tool_offer.py`  whether the agent's first model request offered exactly the arm's tools.
 """
