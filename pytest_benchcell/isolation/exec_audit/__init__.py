@@ -14,7 +14,7 @@ directory and the environment's workdir (the only places the guard lets the agen
 seccomp-bpf filter (`--seccomp-bpf`, used when the installed strace supports it) stops the tracee
 only at the traced calls, so the cost is a few milliseconds per command (benchmarks/exec_audit_cost.py).
 A launcher may stand between strace and the shell: the trial's sandbox, `nsenter --net=... -- bwrap
-... bash -c CMD` (isolation/sandbox.py writes that prefix around `trace_command()`; `ExecAudit(launcher=
+... bash -c CMD` (isolation/sandbox/prefix.py writes that prefix around `trace_command()`; `ExecAudit(launcher=
 ...)` writes one itself), its programs named in `wrappers`. `--pidns-translation` makes strace print,
 for a fork inside the sandbox's own pid namespace, the child's pid as the log knows it.
 
