@@ -24,7 +24,6 @@ ALLOWANCE = {
     "plugin.py": "the pytest-facing code, being made a small package (options, item, hooks, xdist bridge, report hooks)",
     "config.py": "the bench loader, which other branches are adding keys to",
     "report/figures.py": "the report's figures, being edited on the report branch",
-    "isolation/parser.py": "the command parser, being edited on the sandbox hardening branch",
     "report/renderers/document.py": "what every text format of the report says, being edited on the report branch",
     "trial.py": "one trial's walk, being edited on the trial branches",
     "agent.py": "the SDK conversation, being edited on the trial branches (under the limit now, it grows)",

@@ -4,7 +4,8 @@ Pure: no pytest, no claude_agent_sdk. The modules, from the command line inwards
 
 - `guard.py`       decides, before a tool call runs, whether the arm may make it (PreToolUse hook);
 - `parser.py`      finds every simple command a bash line would run (bashlex, with the fixes in
-                   `bashlex_fixes.py`); `launchers.py` follows programs that run other programs;
+                   `bashlex_fixes.py`; `word_scan.py` reads each word as bash does); `launchers.py`
+                   follows programs that run other programs;
                    `words.py` holds the word, command and option-parsing types they share;
 - `rules.py`       the arm's rules (ArmRules) judged against what the parser found;
 - `catalog.py`     the shared lists: harmless utilities, shell builtins, launchers, variable families;
