@@ -4,7 +4,7 @@ trial.py asks for one `Confinement` after provisioning and gets the CLI's enviro
 after the run it asks what the confinement saw. Inside it, from the outside in:
 - the curated PATH folder and the CLI launcher that drops inherited variables (isolation/hygiene.py);
 - the shell prefix every Bash command runs through: credentials dropped, the execution audit's
-  strace (isolation/exec_audit.py), and the sandbox (isolation/sandbox.py) with the trial's network
+  strace (isolation/exec_audit/), and the sandbox (isolation/sandbox/) with the trial's network
   namespace;
 - the execution audit's verdict, and whether the sandbox held for the whole trial.
 Knows nothing of pytest or the SDK.
@@ -233,7 +233,7 @@ def _view(
 def _plan(
     bench: Bench, arm: Arm, info: TrialInfo, environment: Environment, folder: Path, env: Mapping[str, str]
 ) -> sandbox.SandboxPlan:
-    """What the trial's commands may see (see isolation/sandbox.py for the rules)."""
+    """What the trial's commands may see (see isolation/sandbox/ for the rules)."""
     snapshots = folder / "claude-config" / "shell-snapshots"
     snapshots.mkdir(parents=True, exist_ok=True)  # the CLI writes it; it must exist to be mounted
     declared_hidden = [os.path.realpath(str(path)) for path in getattr(environment, "hidden", ())]

@@ -1,4 +1,4 @@
-"""The sandbox: every Bash command of a trial in bubblewrap (isolation/sandbox.py, confinement.py).
+"""The sandbox: every Bash command of a trial in bubblewrap (isolation/sandbox/, confinement.py).
 
 Unit tests cover the pure parts (endpoints, the order of mounts, the prefix). The rest runs the real
 bubblewrap, and end to end the real CLI against the scripted model with the in-band guard off

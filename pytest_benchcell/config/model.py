@@ -38,11 +38,11 @@ WHITESPACE_POLICIES = ("exact", "strip", "collapse")
 CHANGE_OPS = ("set", "append", "add", "remove", "delete")
 DEFAULT_TIERS = ("read", "single-mutation", "find-then-act", "multi-step")
 DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
-# The execution audit (isolation/exec_audit.py): "auto" runs it where strace can (the header and
+# The execution audit (isolation/exec_audit/): "auto" runs it where strace can (the header and
 # every sample say whether it ran), "required" refuses a sitting without it, "off" never runs it.
 EXEC_AUDIT_MODES = ("auto", "required", "off")
 DEFAULT_EXEC_AUDIT = "auto"
-# The sandbox (isolation/sandbox.py): the same three modes. "auto" runs every Bash command in
+# The sandbox (isolation/sandbox/): the same three modes. "auto" runs every Bash command in
 # bubblewrap where it can and says so; "required" refuses a sitting without it (for published numbers).
 SANDBOX_MODES = ("auto", "required", "off")
 DEFAULT_SANDBOX = "auto"

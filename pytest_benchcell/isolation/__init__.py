@@ -4,14 +4,15 @@ Pure: no pytest, no claude_agent_sdk. The modules, from the command line inwards
 
 - `guard.py`       decides, before a tool call runs, whether the arm may make it (PreToolUse hook);
 - `parser.py`      finds every simple command a bash line would run (bashlex, with the fixes in
-                   `bashlex_fixes.py`); `launchers.py` follows programs that run other programs;
+                   `bashlex_fixes.py`; `word_scan.py` reads each word as bash does); `launchers.py`
+                   follows programs that run other programs;
                    `words.py` holds the word, command and option-parsing types they share;
 - `rules.py`       the arm's rules (ArmRules) judged against what the parser found;
 - `catalog.py`     the shared lists: harmless utilities, shell builtins, launchers, variable families;
 - `arguments.py`   argument rules per binary (options, subcommands, URLs) and where lines may write;
 - `curl_rule.py`   where curl may connect when an arm confines it, and the one URL judge (allow_urls);
 - `tool_audit.py`  after the run, re-checks the tool calls the CLI streamed back;
-- `exec_audit.py`  after the run, checks every program the Bash commands actually executed (strace);
+- `exec_audit/`    after the run, checks every program the Bash commands actually executed (strace);
 - `hygiene.py`     the environment the agent sees: a curated PATH and no harness variables;
 - `tool_offer.py`  whether the agent's first model request offered exactly the arm's tools.
 """

@@ -6,7 +6,7 @@ missed still finds nothing foreign to run and no secret of the harness to read:
 - PATH is one per-trial folder holding only the arm's binaries and the harmless utilities. Each
   arm binary is a small wrapper that restores the harness's PATH for that binary alone, because a
   real CLI is often a script (`#!/usr/bin/env python3`) that needs its interpreter. What an allowed
-  binary starts internally is judged by the execution audit (exec_audit.py): only what its own
+  binary starts internally is judged by the execution audit (exec_audit/): only what its own
   start-up was seen to run and the helpers the arm declares may run below it.
 - The Claude CLI is started through a wrapper that removes every inherited variable that is not
   the SDK's own (ANTHROPIC_*, CLAUDE_*), a locale or terminal setting, or one the arm declares; the

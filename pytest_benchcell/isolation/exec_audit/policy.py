@@ -1,0 +1,251 @@
+"""The arm's execution policy and the check of a log's records against it (what a program is, who
+may start what), and the helpers learned once per sitting from what a binary's own start-up runs."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .strace_log import ExecRecord
+from .tracer import CALIBRATION_TIMEOUT_S, Tracer, _trace
+
+
+@dataclass(frozen=True)
+class ExecPolicy:
+    """What one arm's Bash commands may execute (see the package docstring)."""
+
+    arm: str
+    shell: str  # the shell the prefix starts (a real path)
+    binaries: Mapping[str, frozenset[str]]  # arm binary -> the real paths that are it
+    harmless: Mapping[str, frozenset[str]]  # harmless utility -> the real paths that are it
+    helpers: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> declared helper names
+    cli: frozenset[str] = frozenset()  # the real paths of the Claude CLI executable the trial runs
+    learned: Mapping[str, frozenset[str]] = field(default_factory=dict)  # binary -> real paths its start-up ran
+    wrappers: frozenset[str] = frozenset()  # real paths of the harness's launcher programs above the shell
+
+
+# The Claude Code CLI carries its own search tools: its shell snapshot defines `grep` and `find` as
+# functions that run the CLI's own executable under another argv[0] (measured: `grep -c x` runs
+# `claude` as `ugrep -G ... -c x`). Such a record is the utility the agent typed, run by the CLI the
+# harness started, so it is allowed as that utility where the arm allows the utility; whatever it
+# starts in turn is judged like anything else.
+CLI_EMBEDDED_TOOLS = {"ugrep": "grep", "bfs": "find", "rg": "rg"}
+
+
+@dataclass(frozen=True)
+class ExecLeak:
+    program: str
+    argv: tuple[str, ...]
+    chain: tuple[tuple[str, tuple[str, ...]], ...]  # (program, argv) above it, nearest first
+    reason: str
+
+    def describe(self) -> str:
+        above = " <- ".join(_short(program, argv) for program, argv in self.chain)
+        return f"exec {_short(self.program, self.argv)} ran ({self.reason}); started by {above or 'nothing'}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "program": self.program,
+            "argv": list(self.argv),
+            "chain": [{"program": program, "argv": list(argv)} for program, argv in self.chain],
+            "reason": self.reason,
+        }
+
+
+def check_records(records: Sequence[ExecRecord], policy: ExecPolicy) -> list[ExecLeak]:
+    """Every record the policy does not allow, with its chain ([] = everything that ran was allowed)."""
+    return _check(records, policy)[0]
+
+
+def _check(records: Sequence[ExecRecord], policy: ExecPolicy) -> tuple[list[ExecLeak], dict[int, str]]:
+    """(the leaks, record index -> the name each allowed record was allowed as)."""
+    allowed_as: dict[int, str] = {}  # record index -> the binary/utility name it was allowed as
+    leaked: set[int] = set()
+    leaks: list[ExecLeak] = []
+    for record in records:
+        if record.parent in leaked:
+            leaked.add(record.index)  # started by a foreign program: part of that leak, not another one
+            continue
+        verdict = _judge(record, records, policy, allowed_as)
+        if verdict.startswith("!"):
+            leaked.add(record.index)
+            leaks.append(_leak(record, records, verdict[1:], policy))
+        else:
+            allowed_as[record.index] = verdict
+    return leaks, allowed_as
+
+
+def _judge(record: ExecRecord, records: Sequence[ExecRecord], policy: ExecPolicy, allowed_as: dict[int, str]) -> str:
+    """The name this record is allowed as, or "!" + why it is not."""
+    real = _real(record.path)
+    name = Path(record.path).name
+    chain = _chain(record, records)
+    if _under_wrappers_only(chain, policy):  # the prefix's own start: launchers, then the shell
+        if real in policy.wrappers:
+            return "(sandbox)"
+        return "(shell)" if real == policy.shell else f"!the command did not start in the audit's shell {policy.shell}"
+    for kind in (policy.binaries, policy.harmless):
+        for program, paths in kind.items():
+            if is_program(record, program, paths):
+                return program
+    if real in policy.cli and record.argv:
+        stands_for = CLI_EMBEDDED_TOOLS.get(Path(record.argv[0]).name, "")
+        if stands_for in policy.harmless or stands_for in policy.binaries:
+            return stands_for
+    for above in chain:
+        binary = allowed_as.get(above.index, "")
+        if name in policy.helpers.get(binary, ()) or _same_file(real, policy.learned.get(binary, frozenset())):
+            return binary
+    if name in policy.binaries or name in policy.harmless:
+        return f"!{record.path} is not the {name} the harness put on PATH"
+    return f"!{name} is not a program of arm '{policy.arm}' nor a helper of a binary that started it"
+
+
+def _under_wrappers_only(chain: Sequence[ExecRecord], policy: ExecPolicy) -> bool:
+    """Whether everything above a record is the harness's launchers (nothing above: the log's root)."""
+    return all(_real(above.path) in policy.wrappers for above in chain)
+
+
+def is_program(record: ExecRecord, program: str, paths: frozenset[str]) -> bool:
+    """Whether a record is `program`, whose files are `paths` (real paths).
+
+    The file decides: the same real path (symlinks and alternatives resolved on both sides), the
+    same inode (a hard link), or the same bytes (a copy the program's own installation keeps, such
+    as Debian's /usr/lib/git-core/git). The name it ran under must be one of the program's names
+    (the arm's name or a file name of the program) in both the path and argv[0], because a
+    multi-call binary (busybox, a single-binary coreutils) is a different program under each name.
+    """
+    names = {program, *(Path(path).name for path in paths)}
+    if Path(record.path).name not in names or (record.argv and Path(record.argv[0]).name not in names):
+        return False
+    real = _real(record.path)
+    return _same_file(real, paths) or any(_same_bytes(real, path) for path in paths)
+
+
+def _same_file(real: str, paths: frozenset[str]) -> bool:
+    if real in paths:
+        return True
+    inode = _inode(real)
+    return inode is not None and any((_inode(path) or ())[:2] == inode[:2] for path in paths)
+
+
+def _inode(path: str) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, modification time) of a file, or None where it cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _same_bytes(real: str, other: str) -> bool:
+    first, second = _inode(real), _inode(other)
+    if first is None or second is None or first[2] != second[2]:
+        return False
+    return _digest(real, first) == _digest(other, second) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, inode: tuple[int, int, int, int]) -> str | None:
+    """The sha256 of a file, cached per file version (the inode key changes when the file is replaced)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _chain(record: ExecRecord, records: Sequence[ExecRecord]) -> list[ExecRecord]:
+    chain = []
+    parent = record.parent
+    while parent is not None and len(chain) < len(records):
+        chain.append(records[parent])
+        parent = records[parent].parent
+    return chain
+
+
+def _leak(record: ExecRecord, records: Sequence[ExecRecord], reason: str, policy: ExecPolicy) -> ExecLeak:
+    # The chain ends at the command's shell: the sandbox's launchers above it are the harness's own.
+    chain = tuple(
+        (above.path, _display_argv(above.argv))
+        for above in _chain(record, records)
+        if not (_real(above.path) in policy.wrappers and _under_wrappers_only(_chain(above, records), policy))
+    )
+    return ExecLeak(record.path, record.argv, chain, reason + (" (argv cut short by strace)" if record.truncated else ""))
+
+
+def _display_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The audit's shell gets the CLI's whole wrapper as its command (source the snapshot, then
+    `eval '<command>'`, then record the cwd): show the agent's command instead."""
+    if len(argv) == 3 and argv[1] == "-c":
+        wrapper = argv[2]
+        at = wrapper.find(" eval ")
+        if at >= 0:
+            try:
+                return (argv[0], "-c", shlex.split(wrapper[at + len(" eval ") :])[0])
+            except (ValueError, IndexError):
+                pass
+    return argv
+
+
+def _short(program: str, argv: Sequence[str]) -> str:
+    text = shlex.join(argv) if argv else program
+    if argv and Path(program).name != Path(argv[0]).name:
+        text = f"{program} as {text}"
+    elif argv and "/" in program and "/" not in argv[0]:
+        text = f"{program} ({text})"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers learned once per sitting: what a binary's own start-up runs
+# --------------------------------------------------------------------------------------------
+
+
+def learned_helpers(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> frozenset[str]:
+    """The real paths of what a binary's own start-up runs: `probe` (argv, its first word the
+    binary; `BINARY --version` unless the arm declares another) traced once, with the binary's PATH.
+
+    A script's interpreter and whatever that interpreter runs first are found this way: a
+    `#!/bin/sh` wrapper's readlink and python3, and behind a version manager's python3 shim the
+    bash, pyenv and readlink it starts before the real python3. The probe runs in an empty folder
+    with an empty HOME, stdin closed, and the variables a trial's commands keep (locale, terminal),
+    so it sees the start-up a trial's command will have. Cached per sitting by the binary's real
+    path, the probe and the search path.
+    """
+    real = shutil.which(program, path=search_path)
+    if real is None or not tracer.available:
+        return frozenset()
+    return _probe_startup(os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
+
+
+@functools.lru_cache(maxsize=64)
+def _probe_startup(real: str, args: tuple[str, ...], search_path: str, tracer: Tracer) -> frozenset[str]:
+    from ..hygiene import KEPT_NAMES  # the variables a trial's commands keep besides the SDK's own
+
+    with tempfile.TemporaryDirectory(prefix="benchcell-probe-") as home:
+        kept = {name: value for name, value in os.environ.items() if name in KEPT_NAMES or name.startswith("LC_")}
+        env = {**kept, "PATH": search_path, "HOME": home}
+        traced = _trace(tracer, [real, *args], timeout=CALIBRATION_TIMEOUT_S, env=env, cwd=home)
+    if traced is None:
+        return frozenset()  # the exit status does not matter: what the start-up ran does
+    itself = frozenset({real})
+    return frozenset(
+        path for path in (_real(record.path) for record in traced[1][1:]) if not _same_file(path, itself)
+    )

@@ -1,0 +1,130 @@
+"""The tracer: whether strace is installed and may trace child processes here, its options, and
+one traced run (the pre-flight's calibration and the learned helpers' probe)."""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .strace_log import ExecRecord, parse_strace_log
+
+INSTALL_HINT = (
+    "install strace (Debian/Ubuntu: apt-get install strace; Fedora: dnf install strace; Arch: pacman -S "
+    "strace); the execution audit needs Linux and a strace that may trace child processes"
+)
+# The calls that show programs and their parents. execve/execveat: a program starts; fork, vfork,
+# clone, clone3: a process starts (its parent). Everything else runs untraced under seccomp-bpf.
+TRACED_CALLS = "execve,execveat,fork,vfork,clone,clone3"
+# The calls that show what a program could not reach (a file the sandbox hides, an endpoint it
+# refuses): traced too where this strace knows them. strace filters by status for every call or
+# none, so successful opens are logged as well; stat and access calls are left out (the commonest
+# calls, and a missing module or file is also met as a failing open).
+ACCESS_CALLS = "open,openat,connect"
+MAX_STRING = 65536  # strace's -s: strings (and the number of argv entries) printed before "..."
+STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-s", str(MAX_STRING))
+CALIBRATION_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class Tracer:
+    available: bool
+    program: str = ""  # the strace executable
+    version: str = ""
+    seccomp_bpf: bool = False  # whether --seccomp-bpf works here
+    reason: str = ""  # why the audit cannot run ("" when available)
+    # whether --pidns-translation works here: a fork inside a sandbox's own pid namespace returns
+    # the child's pid there; strace then adds the pid the log uses, which ties the child to its parent
+    pidns_translation: bool = False
+    accesses: bool = False  # whether ACCESS_CALLS are traced too (what programs could not open or reach)
+
+    def options(self) -> tuple[str, ...]:
+        calls = f"{TRACED_CALLS},{ACCESS_CALLS}" if self.accesses else TRACED_CALLS
+        return (
+            *STRACE_OPTIONS,
+            "-e",
+            f"trace={calls}",
+            *(("--seccomp-bpf",) if self.seccomp_bpf else ()),
+            *(("--pidns-translation",) if self.pidns_translation else ()),
+        )
+
+    def describe(self) -> str:
+        """One line for the pytest header and the sample's provenance."""
+        if not self.available:
+            return f"off ({self.reason})"
+        return f"on (strace {self.version}{', seccomp-bpf' if self.seccomp_bpf else ''})"
+
+
+@functools.lru_cache(maxsize=1)
+def find_tracer() -> Tracer:
+    """Whether strace is installed and may trace children here (checked once per process)."""
+    if not sys.platform.startswith("linux"):
+        return Tracer(False, reason=f"not on Linux ({sys.platform}); the audit needs strace")
+    program = shutil.which("strace")
+    if program is None:
+        return Tracer(False, reason="strace is not installed")
+    version = _strace_version(program)
+    for seccomp in (True, False):
+        for pidns in (True, False):
+            for accesses in (True, False):
+                tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns, accesses=accesses)
+                if _trace_works(tracer):
+                    return tracer
+    return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
+
+
+def audit_state(mode: str, *, watches_bash: bool, no_bash: str) -> Tracer:
+    """Whether the execution audit runs: the tracer, or why not. `mode` is [bench] exec_audit;
+    `watches_bash`: whether there is a Bash tool to watch (`no_bash` says why not, for the header or
+    the sample). One answer for the sitting's header and refusal and for each trial's provenance."""
+    if mode == "off":
+        return Tracer(False, reason='[bench] exec_audit = "off"')
+    if not watches_bash:
+        return Tracer(False, reason=no_bash)
+    return find_tracer()
+
+
+def _strace_version(program: str) -> str:
+    try:
+        first = subprocess.run([program, "-V"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    match = re.search(r"version\s+(\S+)", first[0]) if first else None
+    return match.group(1) if match else "unknown"
+
+
+def _trace_works(tracer: Tracer) -> bool:
+    """Trace `sh -c 'true; true'` and check both the shell and its child were recorded."""
+    true = shutil.which("true") or "/bin/true"
+    traced = _trace(tracer, ["/bin/sh", "-c", f"{true}; {true}"], timeout=10)
+    if traced is None or traced[0] != 0:
+        return False
+    records = traced[1]
+    return [Path(record.path).name for record in records[1:]] == ["true", "true"] and records[2].parent == 0
+
+
+def _trace(
+    tracer: Tracer,
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> tuple[int, list[ExecRecord]] | None:
+    """Run argv once under the tracer: (exit status, records), or None when it could not run or left no log."""
+    with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
+        log = Path(folder) / "log"
+        command = [tracer.program, *tracer.options(), "-o", str(log), *argv]
+        try:
+            done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if not log.exists():
+            return None
+        return done.returncode, parse_strace_log(log.read_text(errors="replace"))
