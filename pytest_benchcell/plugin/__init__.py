@@ -1,0 +1,206 @@
+"""pytest hooks of pytest-benchcell: the module pytest loads (entry point pytest11 benchcell). Hooks
+and pytest glue only; the work happens in the cores. This package is the only one that imports pytest.
+
+Outcome mapping (see the README):
+- scored pass                      -> PASSED
+- scored incorrect/confused/hung   -> FAILED, "<tag>: <reason>" in the short summary
+- invalid (a foreign tool ran)     -> INVALID (letter I), counted apart, never a pass
+- harness error                    -> ERROR (letter E), counted apart from agent failures
+
+pytest registers the hook functions it finds on this module: the module-level hooks live here (and
+`pytest_addoption` is re-exported from options.py); the plugin objects pytest_configure registers
+live in their own modules: item.py (the trial item), sitting_hooks.py (the sitting's hooks),
+xdist_bridge.py, offload.py (rescore and report), with planning.py making a sitting's plan.
+
+Cheap when unused: pytest imports this package in every run of every project that has the plugin
+installed, so it imports nothing at module level but its own modules (pytest glue only) and the hook
+specifications; the cores (config, store, sitting, filelock, the SDK) are imported only once a bench
+option asks for them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .. import hookspecs
+from .item import (
+    TRIAL_EXCEPTIONS,
+    TRIAL_TIMEOUT_MARGIN_S,
+    BenchFile,
+    TrialItem,
+    _outcome_exception,
+)
+from .keys import (
+    API_ERROR_PROPERTY,
+    BLOCKED_PROPERTY,
+    COST_PROPERTY,
+    MODEL_REAL,
+    MODEL_SCRIPTED,
+    PROGRESS_PROPERTY,
+    REASON_PROPERTY,
+    SITTING_KEY,
+    STATUS_ERROR,
+    STATUS_INVALID,
+    STATUS_PROPERTY,
+    STATUS_SCORED,
+    UNMETERED_PROPERTY,
+    WORKER_PLAN_KEY,
+)
+from .offload import OffloadPlugin, ReportPlugin, RescorePlugin
+from .options import (
+    BENCH_CONFIG_ALLOWED,
+    FILL_DECIDE,
+    HTML_EXTRA_HINT,
+    REPORT_OUTPUTS,
+    STORE_ALLOWED,
+    _bench_requested,
+    _fill_target,
+    _load,
+    _positive_int,
+    _refuse_unusable_outputs,
+    _refuse_weights_outside_reports,
+    _report_target,
+    _require_extra,
+    _store,
+    _store_source,
+    _trials_per_cell,
+    bench_location,
+    pytest_addoption,
+)
+from .planning import (
+    CREDENTIAL_HINT,
+    _apply_probe,
+    _decide,
+    _has_credentials,
+    _load_worker_bench,
+    _plan_sitting,
+    _preflight,
+    _probe_exclusions,
+    _refuse_too_many_trials,
+    _run_probe,
+    _selection,
+    _trials_wanted,
+    _worker_spool,
+    _xdist_controller,
+)
+from .sitting_hooks import SittingPlugin, _raise_keyboard_interrupt
+from .xdist_bridge import _XdistBridge, _XdistWorker
+
+__all__ = [  # the hooks pytest registers from this module, and every name plugin.py had
+    "API_ERROR_PROPERTY",
+    "BENCH_CONFIG_ALLOWED",
+    "BLOCKED_PROPERTY",
+    "COST_PROPERTY",
+    "CREDENTIAL_HINT",
+    "FILL_DECIDE",
+    "HTML_EXTRA_HINT",
+    "MODEL_REAL",
+    "MODEL_SCRIPTED",
+    "PROGRESS_PROPERTY",
+    "REASON_PROPERTY",
+    "REPORT_OUTPUTS",
+    "SITTING_KEY",
+    "STATUS_ERROR",
+    "STATUS_INVALID",
+    "STATUS_PROPERTY",
+    "STATUS_SCORED",
+    "STORE_ALLOWED",
+    "TRIAL_EXCEPTIONS",
+    "TRIAL_TIMEOUT_MARGIN_S",
+    "UNMETERED_PROPERTY",
+    "WORKER_PLAN_KEY",
+    "BenchFile",
+    "OffloadPlugin",
+    "ReportPlugin",
+    "RescorePlugin",
+    "SittingPlugin",
+    "TrialItem",
+    "_XdistBridge",
+    "_XdistWorker",
+    "_apply_probe",
+    "_bench_requested",
+    "_decide",
+    "_fill_target",
+    "_has_credentials",
+    "_load",
+    "_load_worker_bench",
+    "_outcome_exception",
+    "_plan_sitting",
+    "_positive_int",
+    "_preflight",
+    "_probe_exclusions",
+    "_raise_keyboard_interrupt",
+    "_refuse_too_many_trials",
+    "_refuse_unusable_outputs",
+    "_refuse_weights_outside_reports",
+    "_report_target",
+    "_require_extra",
+    "_run_probe",
+    "_selection",
+    "_store",
+    "_store_source",
+    "_trials_per_cell",
+    "_trials_wanted",
+    "_worker_spool",
+    "_xdist_controller",
+    "bench_location",
+    "hookspecs",
+    "pytest_addhooks",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_report_teststatus",
+]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "benchcell: one trial of a benchmark cell (added by pytest-benchcell)")
+    if config.option.help:
+        return
+    if config.option.bench_rescore:
+        _refuse_weights_outside_reports(config)
+        config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
+        return
+    option = config.option
+    if (option.bench_report or option.bench_report_md or option.bench_report_json or option.bench_report_html
+            or option.bench_report_store):
+        _refuse_unusable_outputs(config)
+        if option.bench_report_html:
+            _require_extra("matplotlib", HTML_EXTRA_HINT)  # before any report file is written
+        config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
+        return
+    if not _bench_requested(config):
+        return
+    _refuse_weights_outside_reports(config)
+    try:
+        state = _plan_sitting(config)
+    except pytest.UsageError as exc:
+        if WORKER_PLAN_KEY not in getattr(config, "workerinput", {}):
+            raise
+        from ..remote import REFUSAL_PREFIX  # the controller names this worker's gateway and stops
+
+        raise pytest.UsageError(f"{REFUSAL_PREFIX}{exc}") from None
+    config.stash[SITTING_KEY] = state
+    # A sitting runs trials only: the bench file is what gets collected, not the project's tests
+    # (which would otherwise be imported and run beside trials that spend tokens).
+    config.args[:] = [str(state.bench.path)]
+    config.pluginmanager.register(SittingPlugin(state, config), "benchcell-sitting")
+    if WORKER_PLAN_KEY in getattr(config, "workerinput", {}):
+        config.pluginmanager.register(_XdistWorker(state, config), "benchcell-xdist-worker")
+    elif config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistBridge(state, config), "benchcell-xdist")
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if report.when != "call" or not report.failed:
+        return None
+    status = dict(report.user_properties).get(STATUS_PROPERTY)
+    if status == STATUS_INVALID:
+        return "invalid", "I", "INVALID"
+    if status == STATUS_ERROR:
+        return "error", "E", "ERROR"
+    return None
