@@ -13,23 +13,20 @@ live in their own modules: item.py (the trial item), sitting_hooks.py (the sitti
 xdist_bridge.py, offload.py (rescore and report), with planning.py making a sitting's plan.
 
 Cheap when unused: pytest imports this package in every run of every project that has the plugin
-installed, so it imports nothing at module level but its own modules (pytest glue only) and the hook
-specifications; the cores (config, store, sitting, filelock, the SDK) are imported only once a bench
-option asks for them.
+installed, so it imports nothing at module level but the hook specifications, keys.py and
+options.py; the other modules of the package are imported once pytest_configure needs them (their
+names stay attributes of this module, loaded on first access), and the cores (config, store,
+sitting, filelock, the SDK) only once a bench option asks for them.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import pytest
 
 from .. import hookspecs
-from .item import (
-    TRIAL_EXCEPTIONS,
-    TRIAL_TIMEOUT_MARGIN_S,
-    BenchFile,
-    TrialItem,
-    _outcome_exception,
-)
 from .keys import (
     API_ERROR_PROPERTY,
     BLOCKED_PROPERTY,
@@ -46,7 +43,6 @@ from .keys import (
     UNMETERED_PROPERTY,
     WORKER_PLAN_KEY,
 )
-from .offload import OffloadPlugin, ReportPlugin, RescorePlugin
 from .options import (
     BENCH_CONFIG_ALLOWED,
     FILL_DECIDE,
@@ -67,31 +63,26 @@ from .options import (
     bench_location,
     pytest_addoption,
 )
-from .planning import (
-    CREDENTIAL_HINT,
-    _apply_probe,
-    _decide,
-    _has_credentials,
-    _load_worker_bench,
-    _plan_sitting,
-    _preflight,
-    _probe_exclusions,
-    _refuse_too_many_trials,
-    _run_probe,
-    _selection,
-    _trials_wanted,
-    _worker_spool,
-    _xdist_controller,
-)
-from .sitting_hooks import SittingPlugin, _raise_keyboard_interrupt
-from .xdist_bridge import _XdistBridge, _XdistWorker
 
-__all__ = [  # the hooks pytest registers from this module, and every name plugin.py had
+# The names plugin.py had that live in the modules imported on demand: module -> names.
+_ON_DEMAND = {
+    "item": ("TRIAL_EXCEPTIONS", "TRIAL_TIMEOUT_MARGIN_S", "BenchFile", "TrialItem", "_outcome_exception"),
+    "offload": ("OffloadPlugin", "ReportPlugin", "RescorePlugin"),
+    "planning": (
+        "CREDENTIAL_HINT", "_apply_probe", "_decide", "_has_credentials", "_load_worker_bench", "_plan_sitting",
+        "_preflight", "_probe_exclusions", "_refuse_too_many_trials", "_run_probe", "_selection", "_trials_wanted",
+        "_worker_spool", "_xdist_controller",
+    ),
+    "sitting_hooks": ("SittingPlugin", "_raise_keyboard_interrupt"),
+    "xdist_bridge": ("_XdistBridge", "_XdistWorker"),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _ON_DEMAND.items() for name in names}
+
+__all__ = [  # the hooks pytest registers from this module, and the names imported with it (_ON_DEMAND: the others)
     "API_ERROR_PROPERTY",
     "BENCH_CONFIG_ALLOWED",
     "BLOCKED_PROPERTY",
     "COST_PROPERTY",
-    "CREDENTIAL_HINT",
     "FILL_DECIDE",
     "HTML_EXTRA_HINT",
     "MODEL_REAL",
@@ -105,44 +96,19 @@ __all__ = [  # the hooks pytest registers from this module, and every name plugi
     "STATUS_PROPERTY",
     "STATUS_SCORED",
     "STORE_ALLOWED",
-    "TRIAL_EXCEPTIONS",
-    "TRIAL_TIMEOUT_MARGIN_S",
     "UNMETERED_PROPERTY",
     "WORKER_PLAN_KEY",
-    "BenchFile",
-    "OffloadPlugin",
-    "ReportPlugin",
-    "RescorePlugin",
-    "SittingPlugin",
-    "TrialItem",
-    "_XdistBridge",
-    "_XdistWorker",
-    "_apply_probe",
     "_bench_requested",
-    "_decide",
     "_fill_target",
-    "_has_credentials",
     "_load",
-    "_load_worker_bench",
-    "_outcome_exception",
-    "_plan_sitting",
     "_positive_int",
-    "_preflight",
-    "_probe_exclusions",
-    "_raise_keyboard_interrupt",
-    "_refuse_too_many_trials",
     "_refuse_unusable_outputs",
     "_refuse_weights_outside_reports",
     "_report_target",
     "_require_extra",
-    "_run_probe",
-    "_selection",
     "_store",
     "_store_source",
     "_trials_per_cell",
-    "_trials_wanted",
-    "_worker_spool",
-    "_xdist_controller",
     "bench_location",
     "hookspecs",
     "pytest_addhooks",
@@ -150,6 +116,15 @@ __all__ = [  # the hooks pytest registers from this module, and every name plugi
     "pytest_configure",
     "pytest_report_teststatus",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A name of a module imported on demand (PEP 562): `pytest_benchcell.plugin.TrialItem` keeps
+    working without every pytest run paying for the sitting's classes."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -162,6 +137,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.help:
         return
     if config.option.bench_rescore:
+        from .offload import RescorePlugin
+
         _refuse_weights_outside_reports(config)
         config.pluginmanager.register(RescorePlugin(config, _load(config)), "benchcell-rescore")
         return
@@ -171,10 +148,16 @@ def pytest_configure(config: pytest.Config) -> None:
         _refuse_unusable_outputs(config)
         if option.bench_report_html:
             _require_extra("matplotlib", HTML_EXTRA_HINT)  # before any report file is written
+        from .offload import ReportPlugin
+
         config.pluginmanager.register(ReportPlugin(config, _load(config)), "benchcell-report")
         return
     if not _bench_requested(config):
         return
+    from .planning import _plan_sitting
+    from .sitting_hooks import SittingPlugin
+    from .xdist_bridge import _XdistBridge, _XdistWorker
+
     _refuse_weights_outside_reports(config)
     try:
         state = _plan_sitting(config)
