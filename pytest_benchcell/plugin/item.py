@@ -1,0 +1,158 @@
+"""The trial item: the bench file as the collector of a sitting's trials, and one trial as a pytest
+item whose outcome maps the sample's status and outcome (see the package's docstring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .keys import (
+    API_ERROR_PROPERTY,
+    BLOCKED_PROPERTY,
+    COST_PROPERTY,
+    PROGRESS_PROPERTY,
+    REASON_PROPERTY,
+    SITTING_KEY,
+    STATUS_PROPERTY,
+    STATUS_SCORED,
+    UNMETERED_PROPERTY,
+)
+
+if TYPE_CHECKING:
+    from ..sitting import PlannedTrial
+
+# pytest-timeout's limit for a trial item, on top of its readiness bound and wall-clock backstop:
+# provisioning, the CLI's start, scoring and teardown. A global --timeout never cuts a trial short.
+TRIAL_TIMEOUT_MARGIN_S = 120
+
+
+class BenchFile(pytest.File):
+    """The bench.toml, as the parent of a sitting's trial items (node ids: bench.toml::ARM-TASK-tN)."""
+
+    def collect(self) -> list[pytest.Item]:
+        state = self.config.stash[SITTING_KEY]
+        return [TrialItem.from_parent(self, name=planned.item_name, planned=planned) for planned in state.trials]
+
+
+def _outcome_exception(tag: str) -> type[BaseException]:
+    # pytest prints an exception as "<name>: <message>" in the short summary and omits the module
+    # of classes that claim to be builtins (as pytest's own Failed does). Naming the class after
+    # the outcome makes the line read "FAILED ...-t3 - confused: turn cap of 40 reached".
+    return type(tag, (pytest.fail.Exception,), {"__module__": "builtins", "__doc__": f"A trial that ended {tag}."})
+
+
+TRIAL_EXCEPTIONS = {
+    tag: _outcome_exception(tag) for tag in ("incorrect", "confused", "hung", "invalid", "error", "refused")
+}
+
+
+class TrialItem(pytest.Item):
+    """One new trial of one cell."""
+
+    def __init__(self, *, planned: PlannedTrial, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.planned = planned
+        self.add_marker(pytest.mark.benchcell)
+        state = self.config.stash[SITTING_KEY]
+        plugins = self.config.pluginmanager
+        if plugins.hasplugin("timeout"):
+            # The trial bounds itself (readiness bound + MCP servers' wait + backstop); a global
+            # --timeout meant for unit tests must not cut it short. The marker overrides the global value.
+            mcp_wait_ms = state.bench.mcp_timeout_ms if state.bench.arms[planned.arm].mcp_servers else 0
+            bound_s = (state.bench.ready_timeout_ms + mcp_wait_ms + state.wall_clock_ms) / 1000 + TRIAL_TIMEOUT_MARGIN_S
+            self.add_marker(pytest.mark.timeout(bound_s))
+        if plugins.hasplugin("rerunfailures"):
+            self.add_marker(pytest.mark.flaky(reruns=0))  # a trial is a draw: never retried
+
+    def runtest(self) -> None:
+        from ..leftovers import printable
+        from ..sitting import sitting_spend
+        from ..store import Cell
+        from ..trial import StoreUnavailable, TrialSpec, run_trial
+
+        state = self.config.stash[SITTING_KEY]
+        key = (self.planned.arm, self.planned.task, self.planned.trial)
+        started = state.extra.setdefault("started", set())
+        if key in started:
+            # Something ran this item again (a rerun plugin, a plugin calling the protocol twice):
+            # a second draw under one trial number would bias the cell, so it is refused, unrecorded,
+            # and its report must not carry the first run's sample into the tally.
+            self.user_properties[:] = [item for item in self.user_properties if not item[0].startswith("benchcell_")]
+            raise TRIAL_EXCEPTIONS["refused"](
+                f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task} already ran in this "
+                f"sitting; a trial is one draw and never runs twice under one number (rerun plugins and "
+                f"options such as --reruns are ignored for trials; nothing was recorded for this attempt)",
+                pytrace=False,
+            )
+        started.add(key)
+        task = state.bench.tasks[self.planned.task]
+        unusable = state.extra.setdefault("unusable_tasks", {}).get(task.id)
+        if unusable is not None:
+            pytest.skip(f"task {task.id} skipped for this sitting: {unusable}")
+        if state.budget is not None:
+            cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
+            spent = sitting_spend(state.extra.get("spend_in", state.store), cells, state.sitting_id, state.bench.weights)
+            if spent >= state.budget:
+                pytest.skip(f"budget of {state.budget:,} cost-equivalent tokens reached ({spent:,.0f} spent this sitting)")
+        spec = TrialSpec(
+            bench=state.bench,
+            arm=self.planned.arm,
+            task=self.planned.task,
+            trial=self.planned.trial,
+            model_kind=state.model_kind,
+            sitting=state.sitting_id,
+            turn_cap=state.turn_cap,
+            wall_clock_ms=state.wall_clock_ms,
+            store=state.store,
+            probe=state.probe["verdict"] if state.probe else None,
+        )
+        try:
+            sample = run_trial(spec, self.ihook, on_recorded=self._recorded)
+        except StoreUnavailable as exc:
+            pytest.exit(f"benchcell: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+        if sample["status"] == STATUS_SCORED and sample["outcome"] == "pass":
+            return
+        tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
+        raise TRIAL_EXCEPTIONS[tag](printable(sample["reason"]), pytrace=False)  # it may quote what the agent made
+
+    def _recorded(self, sample: dict[str, Any], *, task_unusable: str | None) -> None:
+        """The stored sample's facts for the report, also when the trial was interrupted.
+
+        user_properties travel with the report (also from xdist workers to the controller) and end
+        up in junit XML as <property> elements: sample id, status, outcome."""
+        from ..sample import cost_equivalent
+        from ..sitting import unmetered
+
+        state = self.config.stash[SITTING_KEY]
+        if task_unusable is not None:
+            state.extra.setdefault("unusable_tasks", {})[self.planned.task] = task_unusable
+        self.user_properties.append((STATUS_PROPERTY, sample["status"]))
+        self.user_properties.append(("benchcell_outcome", sample["outcome"]))
+        self.user_properties.append(("benchcell_sample", sample["id"]))
+        self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
+        cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
+        self.user_properties.append((COST_PROPERTY, cost))
+        spend = f"{cost:,.0f} cost-eq tokens" if sample["usage"]["total"] is not None else "usage unknown"
+        waited = sample.get("api_wait_ms") or 0
+        api_wait = f" ({waited / 1000:.1f} s of it the API's retry waits)" if waited else ""
+        progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s{api_wait}"
+        if (sample.get("sandbox") or {}).get("reached"):
+            progress += f", {len(sample['sandbox']['reached'])} sandbox limit(s) reached"
+        self.user_properties.append((PROGRESS_PROPERTY, progress))
+        self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
+        self.user_properties.append((API_ERROR_PROPERTY, sample.get("api_error")))
+        self.user_properties.append((UNMETERED_PROPERTY, unmetered(sample)))
+        if sample.get("sandbox_blocked"):
+            from ..isolation.blocked import describe_record
+            from ..leftovers import printable
+
+            lines = [printable(describe_record(entry)) for entry in sample["sandbox_blocked"]]
+            self.user_properties.append((BLOCKED_PROPERTY, lines))
+        worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
+        if worker is not None:  # an xdist worker: the sample travels to the controller's store
+            worker.record(self.nodeid, sample)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"trial {self.planned.trial} of {self.planned.arm} x {self.planned.task}"

@@ -1,0 +1,234 @@
+"""The sitting's hooks, registered only during a sitting: header, collection of the bench file,
+the plan's order, reservation after deselection, one run per trial, the tally, stops, the summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .item import BenchFile, TrialItem
+from .keys import (
+    API_ERROR_PROPERTY,
+    BLOCKED_PROPERTY,
+    COST_PROPERTY,
+    PROGRESS_PROPERTY,
+    REASON_PROPERTY,
+    STATUS_INVALID,
+    STATUS_PROPERTY,
+    STATUS_SCORED,
+    UNMETERED_PROPERTY,
+)
+from .options import STORE_ALLOWED, _store_source
+from .planning import _preflight
+
+if TYPE_CHECKING:
+    from ..sitting import SittingState
+
+class SittingPlugin:
+    """The hooks that only matter during a sitting, registered only then (off, they cost nothing)."""
+
+    def __init__(self, state: SittingState, config: pytest.Config) -> None:
+        self.state = state
+        self.config = config
+        self.invalid: list[str] = []  # "INVALID nodeid - reason" lines for the summary
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        state = self.state
+        return [
+            f"benchcell: bench {state.bench.name} ({state.bench.path}), {state.bench.model} ({state.model_kind} model)",
+            f"benchcell: store {state.store.root / state.model_kind}, sitting {state.sitting_id}",
+            *([f"benchcell: probe verdict {state.probe['verdict']}"] if state.probe else []),
+            f"benchcell: execution audit {state.exec_audit}",
+            f"benchcell: sandbox {state.sandbox}",
+            *(f"benchcell: not collected, not applicable: {cell}" for cell in state.extra["not_applicable"]),
+            *([state.extra["decide"].headline()] if "decide" in state.extra else []),
+        ]
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        if file_path == self.state.bench.path:
+            return BenchFile.from_parent(parent, path=file_path)
+        return None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # The plan's order (trial 1 of every cell, then trial 2...) is part of the experiment:
+        # a shuffling plugin such as pytest-randomly must not put one arm's trials together.
+        # Keep whatever selection other plugins made; restore only the order.
+        order = {planned: index for index, planned in enumerate(self.state.trials)}
+        trials = sorted((item for item in items if isinstance(item, TrialItem)), key=lambda item: order[item.planned])
+        slots = iter(trials)
+        items[:] = [next(slots) if isinstance(item, TrialItem) else item for item in items]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Reserve the numbers of the trials that will run, now that -k, -m and other deselection is
+        done (before the terminal lists the items). A trial that another sitting's reservation moved
+        to a fresh number is renamed after it."""
+        from ..sitting import reserve_selected
+        from ..store import StoreError
+
+        state = self.state
+        if not state.extra["reserve_selected"]:
+            return
+        state.extra["reserve_selected"] = False
+        selected = [item for item in session.items if isinstance(item, TrialItem)]
+        arms: dict[str, str] = {}
+        for item in selected:
+            arms.setdefault(item.planned.arm, item.planned.task)
+        try:
+            state.extra["notes"] += _preflight(self.config, state.bench, arms, state.model_kind)
+        except pytest.UsageError:
+            state.extra["refused"] = True  # nothing ran: no sitting summary under the refusal
+            raise
+        try:
+            reserved = reserve_selected(
+                state.store, state.model_kind, [item.planned for item in selected], state.sitting_id
+            )
+        except (StoreError, OSError) as exc:
+            source = _store_source(self.config, state.bench)
+            raise pytest.UsageError(f"{source}: {state.store.root}: {exc}; allowed: {STORE_ALLOWED}") from None
+        for index, item in enumerate(session.items):
+            if isinstance(item, TrialItem) and reserved[item.planned] != item.planned:
+                planned = reserved[item.planned]
+                renamed = TrialItem.from_parent(item.parent, name=planned.item_name, planned=planned)
+                for mark in item.own_markers:  # markers other plugins added to the item keep applying
+                    if mark not in renamed.own_markers:
+                        renamed.add_marker(mark)
+                session.items[index] = renamed
+        state.trials = [reserved[item.planned] for item in selected]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """Run a trial item exactly once. This answers the (first-result) protocol hook before
+        pytest-rerunfailures' implementation can loop over it; timeouts and other wrappers still apply."""
+        if not isinstance(item, TrialItem):
+            return None
+        worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
+        stop = worker.stop_requested() if worker is not None else None
+        if stop is not None:  # the controller stopped the sitting: this trial, already handed out, does not run
+            item.session.shouldstop = stop
+            return True
+        from _pytest.runner import runtestprotocol  # what pytest's own implementation calls
+
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        runtestprotocol(item, nextitem=nextitem)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Runs on the controller for xdist workers' reports too, so the tally is complete there.
+        if report.when != "call":
+            return
+        properties = dict(report.user_properties)
+        status = properties.get(STATUS_PROPERTY)
+        cell = properties.get("benchcell_cell")
+        if status is None or cell is None:
+            return
+        outcome = properties.get("benchcell_outcome")
+        if status == STATUS_INVALID:  # pytest's short summary has no section for this category
+            from ..leftovers import printable
+
+            self.invalid.append(f"INVALID {report.nodeid} - {printable(str(properties.get(REASON_PROPERTY, '')))}")
+        tally = self.state.tallies.get(tuple(cell))
+        unmetered = bool(properties.get(UNMETERED_PROPERTY))
+        if tally is not None:
+            tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0), properties.get(BLOCKED_PROPERTY) or (), unmetered=unmetered)
+        name = report.nodeid.rsplit("::", 1)[-1]
+        stop = self.state.stop.record(name, status, properties.get(API_ERROR_PROPERTY), unmetered=unmetered)
+        if stop is not None:
+            self._stop(stop)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
+            result = outcome if status == STATUS_SCORED else status
+            reporter.write_line(f"    {name}: {result}, {properties.get(PROGRESS_PROPERTY, '')}")
+
+    def _stop(self, reason: str) -> None:
+        """Stop the sitting after this trial (sitting.SittingStop said it cannot succeed). Without xdist
+        and on a worker, pytest stops after the running item (session.shouldstop); xdist's controller
+        stops handing out trials and ends when its workers have (DSession.shouldstop), and tells the
+        workers on this machine to run none of the trials they were already given."""
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        if dsession is not None:  # the xdist controller
+            if not getattr(dsession, "shouldstop", False):
+                dsession.shouldstop = reason
+            bridge = self.config.pluginmanager.get_plugin("benchcell-xdist")
+            if bridge is not None:
+                bridge.tell_workers_to_stop(reason)
+        elif getattr(self, "session", None) is not None and not self.session.shouldstop:
+            self.session.shouldstop = reason
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        from ..sitting import STOP_PREFIX, stop_line, summary_lines
+        from ..store import Cell
+
+        if hasattr(config, "workerinput") or self.state.extra.get("refused"):
+            return
+        state = self.state
+        cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
+        for cell in cells if state.reserved else ():  # collect-only ran nothing: after = before
+            count = state.store.count_current(cell, state.extra["definitions"][(cell.arm, cell.task)])
+            tally = state.tallies[(cell.arm, cell.task)]
+            tally.scored_after, tally.stale_scoring, tally.duplicates = count.current, count.stale_scoring, count.duplicates
+        # The controller saw every trial's report (xdist workers' too): no need to re-read the store.
+        spent = sum(tally.spent for tally in state.tallies.values()) if state.reserved else None
+        title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"
+        terminalreporter.write_sep("=", title)
+        lines = summary_lines(
+            list(state.tallies.values()),
+            str(state.store.root / state.model_kind),
+            state.bench.floor,
+            spent=spent,
+            budget=state.budget,
+        )
+        dsession = config.pluginmanager.get_plugin("dsession")
+        worker_stop = str(getattr(dsession, "shouldstop", "") or "")  # a worker's own rule stopped it
+        stopped = state.stop.reason or (worker_stop if worker_stop.startswith(STOP_PREFIX) else None)
+        if stopped and state.reserved:
+            lines.insert(0, stop_line(stopped, len(state.trials), sum(tally.recorded for tally in state.tallies.values())))
+        if "decide" in state.extra:  # --bench-fill decide: the comparisons, the plan and why, before the tallies
+            lines[:0] = state.extra["decide"].lines()
+        elif state.reserved and not state.extra["planned"] and state.extra.get("nothing_left"):
+            lines.insert(0, state.extra["nothing_left"])
+        lines[:0] = self.invalid
+        lines[-1:-1] = state.extra.get("notes", [])
+        for line in lines:
+            terminalreporter.write_line(line)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # A fill with nothing left to fill (or to decide) is success, not pytest's "no tests collected".
+        nothing_planned = not self.state.extra["planned"] and bool(self.state.extra.get("nothing_left"))
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and nothing_planned:
+            session.exitstatus = pytest.ExitCode.OK
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # SIGTERM (a CI cancel, `kill`) ends a trial like Ctrl-C does: the CLI is stopped, teardown
+        # runs and the trial is recorded as `error: interrupted`, instead of dying mid-append.
+        import signal
+        import threading
+
+        self.session = session
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        runs_trials_here = not session.config.pluginmanager.hasplugin("dsession")  # not an xdist controller
+        if self.state.reserved and self.state.trials and runs_trials_here:
+            # The SDK (and the `mcp` it pulls in) is imported now, outside any trial: an interrupt
+            # landing inside a half-done import would break every later trial of the sitting.
+            from ..agent import import_sdk
+
+            import_sdk()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        previous = getattr(self, "_previous_sigterm", None)
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
