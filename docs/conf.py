@@ -9,7 +9,7 @@ exactly that (tests/test_docs_site.py).
 project = "pytest-benchcell"
 extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
-exclude_patterns = ["_build", "_tools"]
+exclude_patterns = ["_build"]
 myst_heading_anchors = 3  # GitHub's anchors for h1 to h3, so `page.md#a-heading` links resolve and are checked
 html_theme = "furo"
 html_title = "pytest-benchcell"

@@ -185,7 +185,7 @@ def test_an_item_run_twice_is_refused_and_records_nothing_more(pytester: pytest.
 
 
 HARNESS_BUG_ON_FIRST = CONFTEST + '''
-import pytest_benchcell.trial as trial_module
+import pytest_benchcell.trial.walk as trial_module  # where the trial's walk looks check_changes up
 
 _real_check = trial_module.check_changes
 _calls = []
