@@ -75,7 +75,7 @@ class Confinement:
     exec_report: dict[str, Any] | None = None  # what the execution audit saw (the sample's exec_audit)
     limits: LimitWatch | None = None  # the watch on the trial's disk, files and processes
     view: SandboxView | None = None  # what the sandbox hides and refuses (None: no sandbox)
-    untraced_prefix: Path | None = None  # the shell prefix without the execution audit's strace
+    untraced_prefix: Path | None = None  # the shell prefix without the audit's strace (confine(untraced=True))
     blocked: list[dict[str, Any]] = field(default_factory=list)  # the sample's sandbox_blocked
 
     @property
@@ -131,8 +131,11 @@ def confine(
     where: str,
     *,
     require_audit: bool,
+    untraced: bool = False,
 ) -> Confinement:
-    """Build the trial's confinement (raises ConfinementError with the reason)."""
+    """Build the trial's confinement (raises ConfinementError with the reason). `untraced` also
+    writes the shell prefix without the audit's strace (the pre-flight's first pass; a trial has
+    no use for it)."""
     env = _agent_environment(arm, values, folder, where)
     env.update(mcp_wait(bench, arm).environment())  # the CLI waits for the arm's MCP servers
     tracer = exec_audit_state(bench, arm)
@@ -169,7 +172,8 @@ def confine(
         env["CLAUDE_CODE_SHELL_PREFIX"] = str(prefix)
         # The same without the audit's strace, which costs a few ms per process started in the sandbox:
         # the pre-flight's first pass only asks whether the programs work (preflight.py).
-        confinement.untraced_prefix = shell_prefix(folder / "shell-prefix-untraced", "") if audit else prefix
+        if untraced:
+            confinement.untraced_prefix = shell_prefix(folder / "shell-prefix-untraced", "") if audit else prefix
         if plan is not None:
             confinement.view = _view(bench, arm, environment, values, confinement, Mounts.from_prefix(prefix.read_text(), tool.bwrap))
     confinement.cli_path = cli_wrapper(folder / "claude-launcher", cli, removed_variables(os.environ, declared=env))

@@ -224,7 +224,7 @@ def _check_arm(
     found: Preflight,
 ) -> None:  # fmt: skip
     where = f"{bench.path}: [arms.{arm.name}] preflight"
-    confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False)
+    confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False, untraced=True)
     try:
         checks = [
             Check(check.label, tuple(fill_placeholders(command, values, where=where) for command in check.commands))
