@@ -8,6 +8,7 @@ on a hidden file mid-trial is recorded with `sandbox_blocked` and never scored a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import textwrap
@@ -603,20 +604,21 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@functools.cache
+def preflight_cost_script():  # type: ignore[no-untyped-def]
+    """benchmarks/preflight_cost.py as a module: its target, and its loader of the example bench's hooks."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("preflight_cost", ROOT / "benchmarks" / "preflight_cost.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
 def example_hooks():  # type: ignore[no-untyped-def]
     """The example bench's hooks (the root conftest.py) as the plugin's hook relay calls them."""
-    import importlib.util
-    from types import SimpleNamespace
-
-    spec = importlib.util.spec_from_file_location("example_bench_conftest_preflight", ROOT / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return SimpleNamespace(
-        pytest_benchcell_provision=module.pytest_benchcell_provision,
-        pytest_benchcell_ready=module.pytest_benchcell_ready,
-        pytest_benchcell_teardown=module.pytest_benchcell_teardown,
-    )
+    return preflight_cost_script().example_hooks()
 
 
 def example_bench(**arm_changes: dict):  # type: ignore[no-untyped-def]
@@ -679,12 +681,7 @@ def test_the_example_bench_without_its_declarations_is_refused_as_the_readme_sho
 def test_the_readme_figure_of_the_pre_flight_is_said_against_the_scripts_target() -> None:
     """README, Benchmarks: the row of benchmarks/preflight_cost.py states its median and whether it
     meets the script's target; a figure said to meet a target it misses (or the reverse) is false."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("preflight_cost", ROOT / "benchmarks" / "preflight_cost.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = preflight_cost_script()
     (row,) = [line for line in docs_text.text().splitlines() if "benchmarks/preflight_cost.py" in line and line.startswith("|")]
     median = re.search(r"median ([\d.]+) s", row)
     target = re.search(r"\| < ([\d.]+) s per sitting for four arms: (met|missed)[^|]*\|$", row)
