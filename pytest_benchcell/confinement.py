@@ -230,7 +230,6 @@ def _view(
         declared=frozenset(confinement.endpoints),
         offered=endpoints_offered(arm.env, confinement.env, values),
         credentials=tuple(os.path.realpath(path) for path in sandbox.home_credentials()),
-        path_folders=tuple(os.path.realpath(path) for path in arm.path),
     )
 
 

@@ -102,6 +102,17 @@ class Mounts:
         return False
 
 
+    def partly_shown(self, path: str) -> bool:
+        """Whether a folder is replaced by an empty one with some of its content shown again inside
+        (the bench folder, an arm's `path` folder): the folder itself exists in the sandbox, so a
+        failure on it is not a block to declare away."""
+        real = _normal(os.path.realpath(path))
+        replaced = [at for at, (destination, shown) in enumerate(self.points) if destination == real and not shown]
+        return bool(replaced) and any(
+            shown and destination.startswith(real.rstrip("/") + "/") for destination, shown in self.points[replaced[-1] + 1 :]
+        )
+
+
 def _normal(path: str) -> str:
     return os.path.realpath(path) if os.path.isabs(path) else path
 
@@ -138,9 +149,6 @@ class SandboxView:
     # how the arm would declare it (the template as written: "{url}", "http://127.0.0.1:{port}/")
     offered: Mapping[sandbox.Endpoint, str] = field(default_factory=dict)
     credentials: tuple[str, ...] = ()
-    # the arm's `path` folders: shown as their declared binaries only, by design (a program that
-    # lists or opens the folder itself meets that design, not a block to declare away)
-    path_folders: tuple[str, ...] = ()
 
     # -- files --------------------------------------------------------------------------------
     def file(self, path: str) -> Blocked | None:
@@ -150,7 +158,7 @@ class SandboxView:
         if not os.path.lexists(path) or not self.mounts.hidden(path):
             return None
         real = os.path.realpath(path)
-        if real in self.path_folders:
+        if self.mounts.partly_shown(real):
             return None
         why, remedy = self._why_hidden(real)
         return Blocked("file", os.path.normpath(path), why, remedy)
