@@ -10,9 +10,29 @@ A trial's sample never holds these values (every string in it is redacted before
   `CREDENTIAL_WORDS` (any case), when it has at least `GUESSED_MINIMUM` characters (a shorter value
   under a guessed name is more likely a word than a secret, and redacting it would garble the sample).
 
-A secret of `SPACED_MINIMUM` characters or more is also found spelled out with separators between its
-characters (`s 3 c r 3 t`, `s-3-c-r-3-t`), the cheap way a command can print a value it was not meant
-to show.
+Every spelling the harness itself could write is found too, so a checker's normalized quote
+(`matched "pin is sgpt2"`), a lower-cased copy or a line cut at "..." never re-spells a secret. A
+secret's *letters and digits* are its characters that are neither punctuation nor space; a
+*separator* is any other character (`_ - * . : /`, quotes, spaces, newlines). Redacted are:
+
+1. the exact value, anywhere, whatever its length;
+2. the value in any case, its own separators dropped or changed (up to `GAP` more characters than it
+   has there): `SGPT2` as `sgpt2`, `bcx_live_W9q` as `bcxlivew9q`, `BCX-LIVE-W9Q` or `bcx live w9q`,
+   which is how the answer checker normalizes text (it lower-cases and deletes `_ * ` ~~`);
+3. a secret of `RESPELLED_MINIMUM` letters and digits or more, also spelled out: up to `GAP`
+   separators between any two of them (`s 3 c r 3 t`, `S-3-C-R-3-T`, `s, 3, c, r, 3, t`), the
+   cheap way a command prints a value it was not meant to show;
+4. a piece of a secret that a cut at an ellipsis (`...` or `…`) left: its first or last letters and
+   digits, spelled as in 2 or 3, right before or after the ellipsis, when the piece holds at least
+   `PIECE_MINIMUM` of them (all but one, for a secret of five): a diff cut at 200 characters in the
+   middle of a token shows `"bcx_live_W9qmb8AH..."`, redacted as `"[redacted]..."`.
+
+Why the limits: a shorter secret spelled out (`1 2 3 4 5`, `a-b-c-d-e`) or a piece of fewer than six
+characters (`test...`) is ordinary text too often, and redacting it would garble the sample; the
+exact value and its other cases are honoured at any length (a bench that declares a short common
+word as a secret asked for it). Matching is anywhere, not at word boundaries: the checker's
+normalization deletes `_` and `*`, which glues a secret to the word before it (`PIN_SGPT2` reads
+`pinsgpt2`), so a boundary rule would miss exactly the spellings this guards against.
 
 Pure: nothing here knows pytest, the SDK or the store.
 """
@@ -32,9 +52,14 @@ REDACTED = "[redacted]"
 HARNESS_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 CREDENTIAL_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "PRIVATE")
 GUESSED_MINIMUM = 6
-SPACED_MINIMUM = 6
+RESPELLED_MINIMUM = 6  # letters and digits a secret needs to be found spelled out
+PIECE_MINIMUM = 6  # letters and digits a piece cut at an ellipsis needs (all but one of a shorter secret's)
+SHORTEST_PIECE = 4  # so a secret of four letters and digits or fewer has no pieces
+GAP = 3  # separators allowed between two letters or digits beyond the secret's own
 _CREDENTIAL_NAME = re.compile("|".join(CREDENTIAL_WORDS), re.IGNORECASE)
-_SEPARATORS = r"[\s,;:|._-]*"
+_RUNS = re.compile(r"([^\W_]+)|[\W_]+")  # a run of letters and digits, or of separators
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+_ELLIPSIS = r"(?:\.\.\.|…)"
 
 
 def is_credential_name(name: str) -> bool:
@@ -65,13 +90,75 @@ def secret_values(bench: Bench, arm: Arm, environment: Environment | None) -> li
     return sorted(values, key=len, reverse=True)
 
 
+def _units(secret: str) -> list[str]:
+    """The secret as regular expressions, one a letter or digit, each with the separators allowed
+    before it (none before the first): a secret's shape, in any case and spelling (rules 2 and 3)."""
+    spelled_out = len(_LETTER_OR_DIGIT.findall(secret)) >= RESPELLED_MINIMUM
+    units: list[str] = []
+    own = 0  # separators the secret itself has before the next letter or digit
+    for run in _RUNS.finditer(secret):
+        if run.group(1) is None:
+            own = len(run.group(0))
+            continue
+        for char in run.group(1):
+            widest = own + GAP if (own or spelled_out) else 0
+            units.append((rf"[\W_]{{0,{widest}}}" if units and widest else "") + re.escape(char))
+            own = 0
+    return units
+
+
+def _piece_length(units: Sequence[str]) -> int | None:
+    """The fewest letters and digits of a piece cut at an ellipsis that is redacted (rule 4)."""
+    shortest = min(PIECE_MINIMUM, len(units) - 1)
+    return shortest if shortest >= SHORTEST_PIECE else None
+
+
+def _first_piece(units: Sequence[str], shortest: int) -> str:
+    """The secret's first `shortest` letters and digits or more, right before an ellipsis."""
+    rest = ""
+    for unit in reversed(units[shortest:-1]):
+        rest = f"(?:{unit}{rest})?"
+    return "".join(units[:shortest]) + rest + rf"(?=[\W_]{{0,{GAP}}}{_ELLIPSIS})"
+
+
+def _last_piece(units: Sequence[str], shortest: int) -> str:
+    """The secret's last `shortest` letters and digits or more (to follow an ellipsis)."""
+    start = len(units) - shortest
+    before = ""
+    for unit in units[:start]:
+        before = f"(?:{before}{unit})?"
+    return before + "".join(units[start:])
+
+
 def _pattern(secrets: Sequence[str]) -> re.Pattern[str] | None:
-    alternatives = []
-    for secret in secrets:
-        alternatives.append(re.escape(secret))
-        if len(secret) >= SPACED_MINIMUM:
-            alternatives.append(_SEPARATORS.join(re.escape(char) for char in secret))
-    return re.compile("|".join(alternatives)) if alternatives else None
+    whole: list[str] = []
+    first: list[str] = []
+    last: list[str] = []
+    starts = {"."}  # what a match can begin with: a secret's first character, its first letter or
+    for secret in secrets:  # digit, or an ellipsis; a lookahead on these skips the rest of a text fast
+        whole.append(re.escape(secret))
+        starts.add(secret[0])
+        units = _units(secret)
+        if not units:
+            continue
+        whole.append("".join(units))
+        starts.add(_LETTER_OR_DIGIT.findall(secret)[0])
+        shortest = _piece_length(units)
+        if shortest is not None:
+            first.append(_first_piece(units, shortest))
+            last.append(_last_piece(units, shortest))
+    alternatives = whole + first
+    if last:
+        starts.add("…")
+        alternatives.append(rf"(?P<cut>{_ELLIPSIS}[\W_]{{0,{GAP}}})(?:{'|'.join(last)})")
+    if not alternatives:
+        return None
+    lead = "(?=[" + "".join(re.escape(char) for char in sorted(starts)) + "])"
+    return re.compile(lead + "(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+
+
+def _replace(match: re.Match[str]) -> str:
+    return (match.groupdict().get("cut") or "") + REDACTED  # an ellipsis before a piece stays
 
 
 def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
@@ -81,7 +168,7 @@ def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            return pattern.sub(REDACTED, value) if pattern else value
+            return pattern.sub(_replace, value) if pattern else value
         if isinstance(value, Mapping):
             return {key: clean(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):

@@ -220,7 +220,7 @@ def test_redaction_replaces_secrets_in_string_values_only_whatever_their_length(
     r = REDACTED
     assert clean["final_answer"] == f"{r} 1-ch{r}r{r}cter secret: {r}; sp{r}ced: {r}"
     assert clean["tool_calls"][0]["input"]["command"] == f"echo {r}"
-    assert clean["tool_calls"][0]["output"] == "T-O-K-E-N-99 is not it"  # case matters: a secret is exact
+    assert clean["tool_calls"][0]["output"] == f"{r} is not it"  # in any case too (secrets.py, rule 2)
     assert all(is_credential_name(name) for name in ("SERVICE_KEY", "db_password", "GITHUB_TOKEN", "X_AUTH"))
     assert not any(is_credential_name(name) for name in ("TRACKER_URL", "PLAIN", "SHOP_DB"))
 
