@@ -118,7 +118,7 @@ def _first_piece(units: Sequence[str], shortest: int) -> str:
     rest = ""
     for unit in reversed(units[shortest:-1]):
         rest = f"(?:{unit}{rest})?"
-    return "".join(units[:shortest]) + rest + rf"(?=[\W_]{{0,{GAP}}}{_ELLIPSIS})"
+    return "".join(units[:shortest]) + rest + rf"[\W_]{{0,{GAP}}}(?={_ELLIPSIS})"  # with its separators
 
 
 def _last_piece(units: Sequence[str], shortest: int) -> str:
@@ -150,7 +150,7 @@ def _pattern(secrets: Sequence[str]) -> re.Pattern[str] | None:
     alternatives = whole + first
     if last:
         starts.add("…")
-        alternatives.append(rf"(?P<cut>{_ELLIPSIS}[\W_]{{0,{GAP}}})(?:{'|'.join(last)})")
+        alternatives.append(rf"(?P<cut>{_ELLIPSIS})[\W_]{{0,{GAP}}}(?:{'|'.join(last)})")
     if not alternatives:
         return None
     lead = "(?=[" + "".join(re.escape(char) for char in sorted(starts)) + "])"
