@@ -18,14 +18,15 @@ secret's *letters and digits* are its characters that are neither punctuation no
 1. the exact value, anywhere, whatever its length;
 2. the value in any case, its own separators dropped or changed (up to `GAP` more characters than it
    has there): `SGPT2` as `sgpt2`, `bcx_live_W9q` as `bcxlivew9q`, `BCX-LIVE-W9Q` or `bcx live w9q`,
-   which is how the answer checker normalizes text (it lower-cases and deletes `_ * ` ~~`);
+   as the answer checker normalizes text (it lower-cases and deletes `_`, `*`, backticks, `~~`);
 3. a secret of `RESPELLED_MINIMUM` letters and digits or more, also spelled out: up to `GAP`
    separators between any two of them (`s 3 c r 3 t`, `S-3-C-R-3-T`, `s, 3, c, r, 3, t`), the
    cheap way a command prints a value it was not meant to show;
 4. a piece of a secret that a cut at an ellipsis (`...` or `…`) left: its first or last letters and
    digits, spelled as in 2 or 3, right before or after the ellipsis, when the piece holds at least
-   `PIECE_MINIMUM` of them (all but one, for a secret of five): a diff cut at 200 characters in the
-   middle of a token shows `"bcx_live_W9qmb8AH..."`, redacted as `"[redacted]..."`.
+   `PIECE_MINIMUM` of them, or all but one of a secret of five or six (`SHORTEST_PIECE`: a secret of
+   four or fewer has no pieces): a diff cut at 200 characters in the middle of a token shows
+   `"bcx_live_W9qmb8AH..."`, redacted as `"[redacted]..."`.
 
 Why the limits: a shorter secret spelled out (`1 2 3 4 5`, `a-b-c-d-e`) or a piece of fewer than six
 characters (`test...`) is ordinary text too often, and redacting it would garble the sample; the
