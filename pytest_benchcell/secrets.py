@@ -115,61 +115,66 @@ def _piece_length(units: Sequence[str]) -> int | None:
 
 
 def _first_piece(units: Sequence[str], shortest: int) -> str:
-    """The secret's first `shortest` letters and digits or more, right before an ellipsis."""
+    """The secret's first `shortest` letters and digits or more, and its separators, up to an ellipsis."""
     rest = ""
     for unit in reversed(units[shortest:-1]):
         rest = f"(?:{unit}{rest})?"
-    return "".join(units[:shortest]) + rest + rf"[\W_]{{0,{GAP}}}(?={_ELLIPSIS})"  # with its separators
+    return "".join(units[:shortest]) + rest + rf"[\W_]{{0,{GAP}}}(?={_ELLIPSIS})"
 
 
-def _last_piece(units: Sequence[str], shortest: int) -> str:
-    """The secret's last `shortest` letters and digits or more (to follow an ellipsis)."""
-    start = len(units) - shortest
-    before = ""
-    for unit in units[:start]:
-        before = f"(?:{before}{unit})?"
-    return before + "".join(units[start:])
-
-
-def _pattern(secrets: Sequence[str]) -> re.Pattern[str] | None:
-    whole: list[str] = []
-    first: list[str] = []
-    last: list[str] = []
-    starts = {"."}  # what a match can begin with: a secret's first character, its first letter or
-    for secret in secrets:  # digit, or an ellipsis; a lookahead on these skips the rest of a text fast
-        whole.append(re.escape(secret))
-        starts.add(secret[0])
-        units = _units(secret)
-        if not units:
-            continue
-        whole.append("".join(units))
-        starts.add(_LETTER_OR_DIGIT.findall(secret)[0])
-        shortest = _piece_length(units)
-        if shortest is not None:
-            first.append(_first_piece(units, shortest))
-            last.append(_last_piece(units, shortest))
-    alternatives = whole + first
-    if last:
-        starts.add("…")
-        alternatives.append(rf"(?P<cut>{_ELLIPSIS})[\W_]{{0,{GAP}}}(?:{'|'.join(last)})")
+def _compiled(alternatives: Sequence[str], starts: set[str]) -> re.Pattern[str] | None:
     if not alternatives:
         return None
+    # A lookahead on the characters a match can begin with lets the search skip the rest of a text fast.
     lead = "(?=[" + "".join(re.escape(char) for char in sorted(starts)) + "])"
     return re.compile(lead + "(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
 
 
-def _replace(match: re.Match[str]) -> str:
-    return (match.groupdict().get("cut") or "") + REDACTED  # an ellipsis before a piece stays
+class _Matcher:
+    """Every spelling of the secrets (rules 1 to 4). A piece right after an ellipsis is the first
+    piece of the reversed secret right before it in the reversed text: found that way, it costs
+    what a first piece costs (a pattern that had to guess where in the secret the piece starts
+    would try every position after every ellipsis)."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        forward: list[str] = []
+        first_pieces: list[str] = []
+        last_pieces: list[str] = []
+        starts: set[str] = set()
+        ends: set[str] = set()
+        for secret in secrets:
+            forward.append(re.escape(secret))
+            starts.add(secret[0])
+            units = _units(secret)
+            if not units:
+                continue
+            forward.append("".join(units))
+            letters = _LETTER_OR_DIGIT.findall(secret)
+            starts.add(letters[0])
+            shortest = _piece_length(units)
+            if shortest is not None:
+                first_pieces.append(_first_piece(units, shortest))
+                last_pieces.append(_first_piece(_units(secret[::-1]), shortest))
+                ends.add(letters[-1])
+        self.forward = _compiled(forward + first_pieces, starts)
+        self.backward = _compiled(last_pieces, ends)  # searched in the reversed text
+
+    def sub(self, text: str) -> str:
+        if self.forward is not None:
+            text = self.forward.sub(REDACTED, text)
+        if self.backward is not None and ("..." in text or "…" in text):
+            text = self.backward.sub(REDACTED[::-1], text[::-1])[::-1]
+        return text
 
 
 def redact(sample: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
     """A copy of the sample with every secret replaced in every string value, however deep (keys are
     the sample's own field names and stay as they are)."""
-    pattern = _pattern(secrets)
+    matcher = _Matcher(secrets)
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            return pattern.sub(_replace, value) if pattern else value
+            return matcher.sub(value)
         if isinstance(value, Mapping):
             return {key: clean(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
