@@ -70,7 +70,8 @@ def reading(verdict: Verdict, a: str, b: str) -> str:
     """The figures behind a claim in one parenthesis-ready phrase, as the listing and the reports write them:
     "12 paired trials on 4 tasks, e 28.4 of the 120 a difference needs, a - b +16.7 pp [-10.0, +40.0]"."""
     detail = f"{verdict.pairs} paired trial{'' if verdict.pairs == 1 else 's'} on {verdict.tasks} task{'' if verdict.tasks == 1 else 's'}"
-    detail += f", e {verdict.e_value:.3g} of the {verdict.claim_e:.0f} a difference needs"
+    reached = "past" if verdict.decision == DIFFERS else "of"
+    detail += f", e {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs"
     detail += f", {scale_label(verdict.metric, a, b)} {estimate_text(verdict)}"
     if verdict.interval is None and verdict.pairs:
         detail += f"; no interval below {MIN_TASKS_FOR_INTERVAL} shared tasks"

@@ -14,7 +14,7 @@ def _signed(spec_key: str, value: float) -> str:
 
 def _comparison_blocks(report: Report, *, detail: bool = True) -> list[Block]:
     if not report.comparisons:
-        return [Heading("Comparisons"), Text("Pairwise comparisons need at least two arms (and a declared pair among them).")]
+        return [Heading("Comparisons"), Text("Pairwise comparisons need at least two arms." if len(report.arms) < 2 else "No declared comparison among these arms.")]
     family = report.comparisons[0].family_size
     alpha = 1.0 - report.settings.confidence
     margins = [
