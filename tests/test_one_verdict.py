@@ -165,14 +165,15 @@ def test_the_plan_and_the_report_agree_on_every_comparison_at_every_sitting(
 
 # -- black-box: the listing of `pytest --collect-only --bench-fill decide` against `--bench-report-json` ---
 def listed(lines: list[str]) -> dict[tuple[str, str, str], str]:
-    """(arm_a, arm_b, metric) -> the claim, from the listing's comparison lines."""
+    """(arm_a, arm_b, metric) -> the claim, from the listing's comparison lines (between "comparisons (" and "plan:")."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("comparisons ("))
+    end = next(i for i, line in enumerate(lines) if line.startswith("plan: "))
     out = {}
-    for line in lines:
-        if " vs " in line and " on " in line and line.startswith("    ") and ": " in line:
-            name, rest = line.strip().split(": ", 1)
-            pair, metric = name.split(" on ")
-            a, b = pair.split(" vs ")
-            out[(a, b, metric)] = rest.split(" (", 1)[0]
+    for line in lines[start + 1 : end]:
+        name, rest = line.strip().split(": ", 1)
+        pair, metric = name.split(" on ")
+        a, b = pair.split(" vs ")
+        out[(a, b, metric)] = rest.split(" (", 1)[0]
     return out
 
 

@@ -84,7 +84,8 @@ def test_per_arm_costs_use_the_lognormal_interval_and_t_with_a_zero_mean(tmp_pat
 
 
 def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
-    says("at Holm's first step e_max ≥ hypotheses / 0.05: 40 for two arms, 120 for three")
+    says("a difference is claimed when e_max ≥ comparisons / 0.05 (40 for two arms, 120 for three or for the "
+         "example's three declared pairs): **Bonferroni on e-values**")
     costs = [[100, 101, 102], [200, 201, 202], [300, 301, 302]]
     two = build_report(store_of(tmp_path / "2", {"a": costs, "b": costs}), ReportSettings())
     three = build_report(store_of(tmp_path / "3", {"a": costs, "b": costs, "c": costs}), ReportSettings())

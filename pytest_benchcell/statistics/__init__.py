@@ -1,5 +1,5 @@
 """The statistics behind the report: Wilson and t intervals, lognormal means, sign and betting e-processes,
-confidence sequences, paired decisions, Holm, pass^k; one module a subject, every public name
+confidence sequences, paired decisions and their family, Holm, pass^k; one module a subject, every public name
 re-exported here (`from pytest_benchcell import statistics as stats`):
 
 * ``descriptive``: the shared defaults, means, quantiles, per-figure seeds, the normal quantile;
