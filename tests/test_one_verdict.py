@@ -204,4 +204,16 @@ def test_the_listing_and_the_json_report_read_the_same(pytester: pytest.Pytester
     }  # fmt: skip
     from_listing = listed(plan.stdout.lines)
     assert from_listing and from_listing == from_report
+    # The terminal report prints the same claims, in its compact table (pair named on its first metric's row).
+    lines = report.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "a \u2212 b or a/b [anytime interval]" in line)
+    table = lines[start : next(i for i in range(start, len(lines)) if not lines[i].strip())]
+    assert max(map(len, table)) <= 100
+    pair = None
+    for row in table[2:]:
+        cells = [cell for cell in row.strip().split("  ") if cell.strip()]
+        if " vs " in cells[0]:
+            pair, cells = tuple(cells[0].strip().split(" vs ")), cells[1:]
+        assert pair is not None
+        assert cells[1].strip().removesuffix(" (generalizes)") == from_report[(*pair, cells[0].strip())]
     assert {claim for claim in from_report.values()} - {"undecided"}  # something was decided
