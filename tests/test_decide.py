@@ -108,8 +108,10 @@ def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytest
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
         "comparisons (0 of 2 undecided):",
-        "    shell vs bare on success: differs (12 paired trials, bare - shell -100.0 pp *)",
-        "    shell vs bare on tokens: differs (12 paired trials, bare/shell x2.50 *)",
+        "    shell vs bare on success: shell better (12 paired trials on 1 task, e 315 past the 40 a difference needs, "
+        "shell - bare +100.0 pp; no interval below 3 shared tasks)",
+        "    shell vs bare on tokens: shell better (12 paired trials on 1 task, e 725 past the 40 a difference needs, "
+        "shell/bare 0.40x; no interval below 3 shared tasks)",
         "plan: 0 trials (a sitting of at most 4 trials)",
         "    shell x say-hello: 0 trials: every comparison it serves is decided: shell vs bare on success differs; shell vs bare on tokens differs",
         "nothing left to decide: every comparison is decided; no trial runs",
