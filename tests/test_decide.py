@@ -81,6 +81,11 @@ def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([
         "benchcell: --bench-fill decide: 4 trials for 2 of 2 comparisons still undecided (the plan and its reasons follow the sitting)",
         *PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)",
+        # the comparisons as the sitting leaves them, judged as the report judges them
+        "comparisons after this sitting (2 of 2 undecided; the report reads the same):",
+        "    shell vs bare on success: undecided (4 paired trials on 1 task, e 1 of the 40 a difference needs, *",
+        "    shell vs bare on tokens: undecided (4 paired trials on 1 task, *",
+        "store: *",
     ])  # fmt: skip
     assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
 
