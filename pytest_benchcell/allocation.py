@@ -2,7 +2,8 @@
 
 A comparison is one pair of arms on one metric (success, tokens). It is *decided* when the paired
 evidence claims a difference, or claims that no difference is larger than the bench's smallest effect
-of interest ([bench.smallest_effect]); statistics.compare_paired judges both, anytime-valid.
+of interest ([bench.smallest_effect]); statistics.decide judges both, anytime-valid, in the family of
+the bench's declared comparisons (statistics.Family): the same verdict the report prints.
 
 Why the guarantees survive adaptive allocation: the plan is computed once, before the sitting, from
 the samples already stored, read and paired exactly as the report reads and pairs them (report.reading,
@@ -22,7 +23,6 @@ the cell's mean, else the arm's, else the bench's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,19 +41,21 @@ Trial = tuple[str, bool, "float | None"]  # report.reading.Trial: started_at, pa
 
 @dataclass(frozen=True)
 class ComparisonState:
-    """One comparison as the stored samples leave it before the sitting."""
+    """One comparison as the stored samples leave it before the sitting: its statistics.Verdict (the
+    one the report prints for the same store) and what the plan needs of it."""
 
     arm_a: str
     arm_b: str
     metric: str
     decision: str  # differs | equivalent | undecided
-    pairs: int  # paired trials so far (tasks at the floor in both arms)
+    pairs: int  # paired trials so far (tasks at the floor in both arms; tokens: both usages known)
     tasks: tuple[str, ...]  # the tasks the pair shares in this selection
     estimate: float | None = None  # b - a (success), log(b / a) (tokens)
-    interval: tuple[float, float] | None = None
+    interval: tuple[float, float] | None = None  # None: no pair, or withheld below 3 shared tasks
     e_value: float | None = None
     margin: float | None = None  # the smallest effect of interest on the estimate's scale; None: not declared
-    claim_e: float | None = None  # the e-value a difference claim needs (1 / the comparison's share of alpha)
+    claim_e: float | None = None  # the e-value a difference claim needs (the family's size / alpha)
+    verdict: Any = None  # statistics.Verdict; None: no paired trial yet
 
     @property
     def decided(self) -> bool:
@@ -64,36 +66,17 @@ class ComparisonState:
         return f"{self.arm_a} vs {self.arm_b} on {self.metric}"
 
     def describe(self) -> str:
-        """'cli vs mcp on tokens: undecided (12 paired trials, mcp/cli x1.21 [0.95, 1.55])'."""
-        if not self.pairs:
+        """'cli vs mcp on tokens: mcp better (12 paired trials on 4 tasks, e 136 (a difference needs 120), cli/mcp 1.21x [...])'."""
+        from .report.verdict_text import claim, reading
+
+        if self.verdict is None:
             return f"{self.name}: undecided (no paired trial yet: both arms need the floor on a shared task)"
-        detail = f"{self.pairs} paired trials"
-        if self.e_value is not None and self.claim_e is not None and self.decision != DIFFERS:
-            detail += f", e {self.e_value:.3g} of the {self.claim_e:.0f} a difference needs"
-        if self.estimate is not None:
-            detail += f", {self._show(self.estimate)}"
-            if self.interval is not None:
-                detail += f" [{self._show(self.interval[0], bare=True)}, {self._show(self.interval[1], bare=True)}]"
-        if self.decision == EQUIVALENT and self.margin is not None:
-            what = f"equivalent: no difference larger than {self._margin_text()}"
-        elif self.decision == UNDECIDED and self.margin is None:
+        what = claim(self.verdict, self.arm_a, self.arm_b)
+        if self.decision == UNDECIDED and self.margin is None and self.verdict.pairs:
             what = "undecided (no [bench.smallest_effect] for it: only a difference can decide it)"
-        else:
-            what = self.decision
-        return f"{self.name}: {what} ({detail})"
-
-    def _show(self, value: float, *, bare: bool = False) -> str:
-        if self.metric == "tokens":
-            ratio = math.exp(value)
-            return f"{ratio:.2f}" if bare else f"{self.arm_b}/{self.arm_a} x{ratio:.2f}"
-        points = f"{100 * value:+.1f}"
-        return points if bare else f"{self.arm_b} - {self.arm_a} {points} pp"
-
-    def _margin_text(self) -> str:
-        assert self.margin is not None
-        if self.metric == "tokens":
-            return f"{100 * math.expm1(self.margin):.0f}% in tokens"
-        return f"{100 * self.margin:.0f} percentage points"
+        if self.verdict.pairs == 0:
+            return f"{self.name}: undecided (no paired trial with known usage yet)"
+        return f"{self.name}: {what} ({reading(self.verdict, self.arm_a, self.arm_b)})"
 
 
 @dataclass(frozen=True)
@@ -147,25 +130,6 @@ class DecidePlan:
 Compare = Callable[..., Any]  # statistics.compare_paired(differences, *, metric, alpha, margin)
 
 
-def differences(pairs: Sequence[tuple[Trial, Trial]], metric: str) -> list[float]:
-    """Per pair, b - a: success in {-1, 0, 1}; tokens log((b + 1) / (a + 1)) (statistics.token_log_ratio),
-    0 (a tie, as in the report) where a usage is unknown."""
-    if metric == "success":
-        return [float(trial_b[1]) - float(trial_a[1]) for trial_a, trial_b in pairs]
-    return [
-        0.0 if trial_a[2] is None or trial_b[2] is None else math.log((trial_b[2] + 1.0) / (trial_a[2] + 1.0))
-        for trial_a, trial_b in pairs
-    ]
-
-
-def margin_of(metric: str, smallest_effect: Mapping[str, float]) -> float | None:
-    """The smallest effect on the scale compare_paired works in (tokens: a log-ratio)."""
-    if metric not in smallest_effect:
-        return None
-    value = smallest_effect[metric]
-    return math.log1p(value) if metric == "tokens" else value
-
-
 def read_trials(
     store: Any, model_kind: str, cells: Sequence[Cell], weights: Mapping[str, float],
     definitions: Mapping[Cell, Any] | None,
@@ -186,33 +150,33 @@ def read_trials(
 
 def judge(
     trials: Mapping[Cell, Sequence[Trial]], pairs_of_arms: Sequence[tuple[str, str]], tasks: Sequence[str],
-    *, floor: int, smallest_effect: Mapping[str, float], alpha: float, compare: Compare, family: int | None = None,
+    *, floor: int, smallest_effect: Mapping[str, float], alpha: float, compare: Compare | None = None,
+    family: int | None = None,
 ) -> list[ComparisonState]:  # fmt: skip
-    """Every comparison's state from the stored trials, paired as the report pairs them.
-
-    The family's error is split evenly (Bonferroni over pairs x metrics, or `family` comparisons when
-    only some of them are judged), as the report's claim level."""
+    """Every comparison's state from the stored trials, paired as the report pairs them, judged by
+    statistics.decide in the family the report uses: `family` comparisons (the bench's declared
+    pairs x metrics, whatever arms are selected), else pairs_of_arms x metrics. `compare` is
+    compare_paired unless a benchmark passes a remembering wrapper of it."""
     from .report.figures import paired_in_time_order  # the report's own pairing: the evidence must match
+    from .statistics import Family, compare_paired, decide, margin_of
 
-    family = family or max(1, len(pairs_of_arms) * len(METRICS))
+    group = Family(family, alpha) if family else Family.of(len(pairs_of_arms), alpha)
     states = []
     for a, b in pairs_of_arms:
         shared = tuple(t for t in tasks if (a, t) in trials and (b, t) in trials)
         covered = [t for t in shared if len(trials[(a, t)]) >= floor and len(trials[(b, t)]) >= floor]
         paired = paired_in_time_order({key: trials[key] for key in trials}, a, b, covered, floor) if covered else []
+        outcomes = [((trial_a[1], trial_a[2]), (trial_b[1], trial_b[2])) for trial_a, trial_b in paired]
         for metric in METRICS:
             margin = margin_of(metric, smallest_effect)
             if not paired:
-                states.append(ComparisonState(a, b, metric, UNDECIDED, 0, shared, margin=margin, claim_e=family / alpha))
+                states.append(ComparisonState(a, b, metric, UNDECIDED, 0, shared, margin=margin, claim_e=group.claim_e))
                 continue
-            result = compare(differences(paired, metric), metric=metric, alpha=alpha / family, margin=margin)
-            decision = result.decision if result.decision in DECIDED else UNDECIDED
-            if decision == EQUIVALENT and margin is None:  # no margin declared: equivalence is not a claim
-                decision = UNDECIDED
-            interval = tuple(result.interval) if getattr(result, "interval", None) is not None else None
+            verdict = decide(outcomes, metric=metric, family=group, margin=margin, tasks=len(covered),
+                             compare=compare or compare_paired)  # fmt: skip
             states.append(ComparisonState(
-                a, b, metric, decision, len(paired), shared, result.estimate, interval,  # type: ignore[arg-type]
-                result.e_value, margin, family / alpha,
+                a, b, metric, verdict.decision, verdict.pairs, shared, verdict.estimate, verdict.interval,
+                verdict.e_value, margin, group.claim_e, verdict,
             ))  # fmt: skip
     return states
 
@@ -248,19 +212,19 @@ def plan_decisions(
     compare: Compare | None = None,
     max_rounds: int = MAX_ROUNDS,
     fallback_trials: int = 0,
+    family: int | None = None,
 ) -> DecidePlan:
     """The plan for one sitting from the trials stored before it (see the module docstring).
 
     `trials`: every selected cell (the compared tasks' cells; others get no trial), `tasks` in bench
     order, `trial_limit` the sitting's trial count and `budget` its expected cost-equivalent tokens
     (at least one of them; with a budget but no stored usage to estimate it, `fallback_trials` is the
-    trial count, and the budget is enforced as trials run). Deterministic: the same stored trials give the same plan."""
-    if compare is None:
-        from .statistics import compare_paired as compare
+    trial count, and the budget is enforced as trials run); `family` the comparisons judged together
+    (default: pairs_of_arms x metrics). Deterministic: the same stored trials give the same plan."""
     if trial_limit is None and budget is None:
         raise ValueError("plan_decisions needs a trial limit or a budget")
     states = judge(trials, pairs_of_arms, tasks, floor=floor, smallest_effect=smallest_effect, alpha=alpha,
-                   compare=compare)  # fmt: skip
+                   compare=compare, family=family)  # fmt: skip
     costs = expected_costs(trials)
     # A budget with nothing to estimate it by (no stored usage, or usage of zero tokens, which would
     # let a budget buy trials without end): a trial count instead, and the budget is enforced as trials run.
@@ -381,7 +345,9 @@ def plan_sitting(
     trial_limit = trials if trials is not None else None if budget is not None else ordinary
     stored = read_trials(store, model_kind, cells, bench.weights, definitions)
     tasks = [task for task in bench.tasks if not bench.tasks[task].bonus]
+    # The family is every declared comparison of the bench, whichever arms this sitting selects: the
+    # level of a claim, here and in the report, never depends on the selection.
     return plan_decisions(
         stored, bench.compared_pairs(list(arms)), tasks, floor=bench.floor, smallest_effect=bench.smallest_effect,
-        trial_limit=trial_limit, budget=budget, fallback_trials=ordinary,
+        trial_limit=trial_limit, budget=budget, fallback_trials=ordinary, family=2 * len(bench.compared_pairs()),
     )  # fmt: skip

@@ -13,13 +13,12 @@ from pytest_benchcell.allocation import (
     DIFFERS,
     EQUIVALENT,
     UNDECIDED,
-    differences,
     judge,
     plan_decisions,
     read_trials,
 )
 from pytest_benchcell.config import BenchConfigError, parse_bench
-from pytest_benchcell.statistics import compare_paired
+from pytest_benchcell.statistics import Family, compare_paired, decide
 
 EFFECTS = {"success": 0.3, "tokens": 0.5}
 
@@ -36,10 +35,13 @@ def decided_trials() -> dict:
     }  # fmt: skip
 
 
-def test_differences_are_b_minus_a_per_pair_and_an_unknown_usage_is_a_tie() -> None:
-    pairs = [(("s", True, 100.0), ("s", False, 300.0)), (("s", False, None), ("s", True, 50.0))]
-    assert differences(pairs, "success") == [-1.0, 1.0]
-    assert differences(pairs, "tokens") == [pytest.approx(math.log(301 / 101)), 0.0]
+def test_decide_reads_b_minus_a_per_pair_and_leaves_an_unknown_usage_out_of_tokens() -> None:
+    outcomes = [((True, 100.0), (False, 300.0)), ((False, None), (True, 50.0))]
+    success = decide(outcomes, metric="success", family=Family.of(1), margin=None, tasks=3)
+    tokens = decide(outcomes, metric="tokens", family=Family.of(1), margin=None, tasks=3)
+    assert (success.pairs, success.nonzero, success.positives, success.estimate) == (2, 2, 1, 0.0)
+    assert (tokens.pairs, tokens.estimate, tokens.clipped) == (1, pytest.approx(math.log(2.5)), 1)  # 301/101 cut at 2.5
+    assert success.claim_e == tokens.claim_e == 40.0  # one pair x two metrics at 0.05
 
 
 def test_judge_pairs_as_the_report_does_and_splits_alpha_over_the_family() -> None:
@@ -49,7 +51,8 @@ def test_judge_pairs_as_the_report_does_and_splits_alpha_over_the_family() -> No
     assert (success.metric, success.decision, success.pairs, success.estimate) == ("success", DIFFERS, 24, -1.0)
     assert (tokens.metric, tokens.decision) == ("tokens", DIFFERS)
     expected = compare_paired([-1.0] * 24, metric="success", alpha=0.05 / 2, margin=0.3)
-    assert success.e_value == expected.e_value and success.interval == expected.interval
+    assert success.e_value == expected.e_value and success.claim_e == 40.0
+    assert success.interval is None  # two shared tasks: the interval is withheld, as in the report
 
 
 def test_a_decided_comparison_gets_no_more_trials() -> None:
@@ -75,16 +78,24 @@ def test_nothing_left_to_decide_plans_nothing_and_says_why() -> None:
 
 
 def test_equivalence_within_the_smallest_effect_decides_and_without_one_it_cannot() -> None:
-    twins = {(arm, task): cell(20, start=30 * n) for arm in "ab" for n, task in enumerate(("t1", "t2"))}
-    success, tokens = judge(twins, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, alpha=0.05,
-                            compare=compare_paired)  # fmt: skip
+    tasks = ["t1", "t2", "t3"]
+    twins = {(arm, task): cell(14, start=20 * n) for arm in "ab" for n, task in enumerate(tasks)}
+    success, tokens = judge(twins, [("a", "b")], tasks, floor=3, smallest_effect=EFFECTS, alpha=0.05)
     assert (success.decision, tokens.decision) == (EQUIVALENT, EQUIVALENT)
-    assert "equivalent: no difference larger than 30 percentage points" in success.describe()
-    assert "equivalent: no difference larger than 50% in tokens" in tokens.describe()
-    plan = plan_decisions(twins, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect={}, trial_limit=8)
+    assert success.describe().startswith("a vs b on success: equivalent (\u00b130 pp) (42 paired trials on 3 tasks, e 1 of the 40")
+    assert "a - b +0.0 pp [" in success.describe()
+    assert tokens.describe().startswith("a vs b on tokens: equivalent (\u00b150%) (42 paired trials on 3 tasks")
+    plan = plan_decisions(twins, [("a", "b")], tasks, floor=3, smallest_effect={}, trial_limit=6)
     assert {state.decision for state in plan.comparisons} == {UNDECIDED}
     assert "only a difference can decide it" in plan.comparisons[0].describe()
-    assert plan.total == 8
+    assert plan.total == 6
+
+
+def test_equivalence_needs_the_interval_and_the_interval_needs_three_tasks() -> None:
+    twins = {(arm, task): cell(40, start=50 * n) for arm in "ab" for n, task in enumerate(("t1", "t2"))}
+    success, tokens = judge(twins, [("a", "b")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS, alpha=0.05)
+    assert (success.decision, tokens.decision) == (UNDECIDED, UNDECIDED)
+    assert success.interval is None and "a - b +0.0 pp; no interval below 3 shared tasks" in success.describe()
 
 
 def test_rounds_keep_tasks_balanced_and_the_trial_count_is_respected() -> None:

@@ -81,6 +81,11 @@ def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([
         "benchcell: --bench-fill decide: 4 trials for 2 of 2 comparisons still undecided (the plan and its reasons follow the sitting)",
         *PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)",
+        # the comparisons as the sitting leaves them, judged as the report judges them
+        "comparisons after this sitting (2 of 2 undecided; the report reads the same):",
+        "    shell vs bare on success: undecided (4 paired trials on 1 task, e 1 of the 40 a difference needs, *",
+        "    shell vs bare on tokens: undecided (4 paired trials on 1 task, *",
+        "store: *",
     ])  # fmt: skip
     assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
 
@@ -108,8 +113,10 @@ def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytest
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
         "comparisons (0 of 2 undecided):",
-        "    shell vs bare on success: differs (12 paired trials, bare - shell -100.0 pp *)",
-        "    shell vs bare on tokens: differs (12 paired trials, bare/shell x2.50 *)",
+        "    shell vs bare on success: shell better (12 paired trials on 1 task, e 315 past the 40 a difference needs, "
+        "shell - bare +100.0 pp; no interval below 3 shared tasks)",
+        "    shell vs bare on tokens: shell better (12 paired trials on 1 task, e 725 past the 40 a difference needs, "
+        "shell/bare 0.40x; no interval below 3 shared tasks)",
         "plan: 0 trials (a sitting of at most 4 trials)",
         "    shell x say-hello: 0 trials: every comparison it serves is decided: shell vs bare on success differs; shell vs bare on tokens differs",
         "nothing left to decide: every comparison is decided; no trial runs",

@@ -84,7 +84,8 @@ def test_per_arm_costs_use_the_lognormal_interval_and_t_with_a_zero_mean(tmp_pat
 
 
 def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
-    says("at Holm's first step e_max ≥ hypotheses / 0.05: 40 for two arms, 120 for three")
+    says("a difference is claimed when e_max ≥ comparisons / 0.05 (40 for two arms, 120 for three or for the "
+         "example's three declared pairs)")
     costs = [[100, 101, 102], [200, 201, 202], [300, 301, 302]]
     two = build_report(store_of(tmp_path / "2", {"a": costs, "b": costs}), ReportSettings())
     three = build_report(store_of(tmp_path / "3", {"a": costs, "b": costs, "c": costs}), ReportSettings())
@@ -206,7 +207,8 @@ def test_the_calibration_figures_quoted_meet_their_goals() -> None:
 
 
 def test_equivalence_is_the_whole_confidence_sequence_inside_the_margin() -> None:
-    says('"equivalent" is claimed when the whole confidence sequence of the mean paired difference lies inside (−X, X)')
+    says('"equivalent" is claimed when the whole confidence sequence of the mean paired difference, at the family\'s '
+         "level, lies inside (−X, X), from 3 shared tasks on")
     differences = [0.01 * ((-1) ** i) for i in range(400)]
     decision = st.compare_paired(differences, metric="tokens", alpha=0.05, margin=math.log(1.2))
     low, high = decision.interval

@@ -346,10 +346,13 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     assert pair.within_tasks.e_max >= st.TOKEN_SIGN_WEIGHT * 2**12 / 13 and pair.within_tasks.e_max >= 120
     assert pair.within_tasks.scale == "ratio" and 1.5 < pair.within_tasks.estimate < 2.7
     assert pair.distinguishable and pair.scope == "these tasks"
-    assert pair.verdict.startswith("distinguishable for these tasks: mcp is better (cli-skill is higher than mcp by 4,015 tokens")
+    assert pair.verdict.startswith(
+        "distinguishable for these tasks: mcp is better (cli-skill/mcp = 1.69x over 12 paired trials; "
+        "over tasks cli-skill is higher than mcp by 4,015 tokens)"
+    )
     assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
     (row,) = [line for line in render_markdown(report).splitlines() if "| cli-skill vs mcp | mcp better for these tasks |" in line]
-    assert "| 4 | +4,015 (+68.6%) | e = " in row and " over 12 paired trials |" in row  # the table row of this claim
+    assert "| 4 | +4,015 (+68.6%) | 1.69x [0.54x, 2.50x], e = 136 over 12 paired trials |" in row  # the row of this claim
     validate(report)
 
 
@@ -388,7 +391,7 @@ def test_a_ratio_beyond_the_clip_is_said_to_be_counted_at_the_clip(tmp_path: Pat
     assert not pair.distinguishable  # 6 pairs cannot reach the claim level
     assert pair.verdict == (
         "not distinguishable at this sample size; for these tasks a/b = 2.50x (counting 6 paired trials more than "
-        "2.5x apart as 2.5x) over 6 paired trials, anytime interval 0.40x or less to 2.50x or more"
+        "2.5x apart as 2.5x) over 6 paired trials, no interval below 3 shared tasks"
     )
 
 
@@ -403,17 +406,18 @@ def test_clear_difference_is_reported_as_one(tmp_path: Path) -> None:
     assert "not distinguishable" not in pair.verdict
 
 
-def test_several_arms_are_holm_adjusted_across_pairs_and_metrics(tmp_path: Path) -> None:
+def test_several_arms_are_one_bonferroni_family_across_pairs_and_metrics(tmp_path: Path) -> None:
     store = balanced_store(tmp_path, arms={"a": 1.0, "b": 1.5, "c": 2.0}, tasks=8)
     report = build_report(store, ReportSettings())
     section = next(c for c in report.comparisons if c.metric == "cost_equivalent")
-    assert section.holm_adjusted and len(section.pairs) == 3 and section.family_size == 6
+    assert section.correction == st.BONFERRONI and len(section.pairs) == 3 and section.family_size == 6
     for pair in section.pairs:
-        # Every success difference is 0 (p = 1), so the three equal token p-values are the first three of six.
         assert pair.p_adjusted == pytest.approx(min(1.0, 6 * pair.p_value))
-        assert pair.distinguishable
+        assert pair.distinguishable and pair.decision == "differs"
     within = [p.within_tasks for c in report.comparisons for p in c.pairs]
-    assert [w.p_adjusted for w in within] == pytest.approx(st.holm_adjust([w.anytime_p for w in within]))
+    # The same bar for every comparison at every reading: no step-down lowers it as others are claimed.
+    assert [w.p_adjusted for w in within] == pytest.approx([min(1.0, 6 * w.anytime_p) for w in within])
+    assert {round(w.claim_e_value, 9) for w in within} == {120.0}
 
 
 def test_an_exact_zero_difference_prints_p_equal_to_one(tmp_path: Path) -> None:
@@ -526,7 +530,7 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
     ]
     report = build_report(write_samples(tmp_path, samples), ReportSettings(fingerprint_policy="group"))
     document = validate(report)
-    assert document["report_schema"] == 3
+    assert document["report_schema"] == 4
     assert document["headline"]["tasks"] == []  # b covers nothing: no comparable task, nulls not zeros
     assert document["headline"]["rows"][0]["cost_equivalent"]["mean"] is None
     cells = {(c["arm"], c["task"]): c for c in document["cells"]}

@@ -32,7 +32,8 @@ def plotted_rows(svg: str) -> list[tuple[str, int, str]]:
 
 def expected_rows(report) -> list[tuple[str, int, str]]:  # type: ignore[no-untyped-def]
     return [
-        (c.metric, i, CLAIM_IDS[p.scope]) for c in report.comparisons for i, p in enumerate(c.pairs) if p.estimate is not None
+        (c.metric, i, "equivalent" if p.decision == "equivalent" else CLAIM_IDS[p.scope])
+        for c in report.comparisons for i, p in enumerate(c.pairs) if p.within_tasks.estimate is not None
     ]
 
 
@@ -61,13 +62,13 @@ def test_a_claim_for_these_tasks_only_is_drawn_apart(tmp_path: Path) -> None:
     table = [line for line in render_markdown(report).splitlines() if "| cli vs mcp |" in line]
     assert len(table) == 2  # the text stays, one table row per metric and pair
     assert "| cli vs mcp | mcp better for these tasks | 4 | +4,015 " in table[0]
-    assert "| cli vs mcp | not distinguishable | 4 | +0.0 pp " in table[1]
+    assert "| cli vs mcp | undecided | 4 | +0.0 pp " in table[1]
 
 
 def test_a_new_metric_of_the_model_is_plotted_without_change(tmp_path: Path) -> None:
     report = build_report(balanced_store(tmp_path, arms={"a": 1.0, "b": 1.3}, tasks=8), ReportSettings())
     cost = next(c for c in report.comparisons if c.metric == "cost_equivalent")
-    extra = Comparison("cost_per_success", "tokens per verified success", "lower", True, 3, cost.pairs)
+    extra = Comparison("cost_per_success", "tokens per verified success", "lower", 3, cost.correction, None, cost.pairs)
     report = dataclasses.replace(report, comparisons=[*report.comparisons, extra])
     rows = plotted_rows(forest(render_html(report)))
     assert [row for row in rows if row[0] == "cost_per_success"] == [("cost_per_success", 0, "tasks-like-these")]
@@ -80,3 +81,21 @@ def test_the_forest_plot_is_deterministic_and_absent_without_a_pair(tmp_path: Pa
     assert first == second and "<svg" in first
     lonely = render_html(build_report(balanced_store(tmp_path / "one", arms={"a": 1.0}, tasks=3), ReportSettings()))
     assert 'class="forest"' not in lonely and "Pairwise comparisons need at least two arms." in lonely
+
+
+def test_an_equivalence_is_drawn_as_one_with_the_margin_band(tmp_path: Path) -> None:
+    # a and b are twins (every trial passes for the same tokens) on 8 tasks x 10 trials: with a smallest
+    # effect of 15 points and 20% the anytime intervals fit inside both margins.
+    samples = []
+    for t in range(8):
+        samples += [*cell_samples("a", f"t{t}", 10, tokens=tokens(5_000 + t)), *cell_samples("b", f"t{t}", 10, tokens=tokens(5_000 + t))]
+    store = write_samples(tmp_path, samples)
+    settings = ReportSettings(smallest_effect={"success": 0.15, "tokens": 0.2})
+    report = build_report(store, settings)
+    assert {(c.metric, p.decision) for c in report.comparisons for p in c.pairs} == {
+        ("cost_equivalent", "equivalent"), ("success", "equivalent")
+    }
+    svg = forest(render_html(report))
+    assert plotted_rows(svg) == [("cost_equivalent", 0, "equivalent"), ("success", 0, "equivalent")]
+    assert 'id="forest-margin-cost_equivalent"' in svg and 'id="forest-margin-success"' in svg
+    assert "smallest effect (margin)" not in forest(render_html(build_report(store, ReportSettings())))

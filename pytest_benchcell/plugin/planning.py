@@ -153,6 +153,8 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     if option.bench_fill == FILL_DECIDE:
         if worker_plan is None:  # workers run the controller's numbers; the plan's reasons live there
             state.extra["decide"] = decide
+            # The comparisons as the sitting leaves them, judged as the plan and the report judge them.
+            state.extra["decide_after"] = lambda: _decide(option, bench, store, model_kind, arms, cells, definitions)
         state.extra["nothing_left"] = decide.nothing_left if worker_plan is None else "nothing left to decide"
     elif option.bench_fill is not None:
         target = option.bench_fill or bench.floor

@@ -194,6 +194,11 @@ class SittingPlugin:
             lines.insert(0, state.extra["nothing_left"])
         lines[:0] = self.invalid
         lines[-1:-1] = state.extra.get("notes", [])
+        if "decide_after" in state.extra and state.reserved and any(t.recorded for t in state.tallies.values()):
+            after = state.extra["decide_after"]().comparisons
+            undecided = sum(not c.decided for c in after)
+            lines[-1:-1] = [f"comparisons after this sitting ({undecided} of {len(after)} undecided; the report reads the same):",
+                            *(f"    {c.describe()}" for c in after)]  # fmt: skip
         for line in lines:
             terminalreporter.write_line(line)
 

@@ -15,7 +15,7 @@ from typing import Any
 from .. import statistics as stats
 from ..sample import MODEL_KINDS, TOKEN_COMPONENTS, Definition
 
-REPORT_SCHEMA_VERSION = 3
+REPORT_SCHEMA_VERSION = 4
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
 DEFAULT_WEIGHTS: dict[str, float] = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
 FINGERPRINT_POLICIES = ("newest", "group")
@@ -56,6 +56,11 @@ class ReportSettings:
     # (arm, task) -> the bench's current Definition: pools schema-1 samples of it and sets verdicts of
     # an older scoring apart (store.read_summaries). None: samples pool by their conditions alone.
     definitions: Mapping[tuple[str, str], Definition] | None = None
+    # The family of comparisons ([bench] comparisons, over every arm of the bench, as `--bench-fill
+    # decide` judges them); None: every pair of the reported arms. And [bench.smallest_effect]
+    # (metric "success" or "tokens" -> smallest effect), which makes equivalence a verdict.
+    comparisons: Sequence[tuple[str, str]] | None = None
+    smallest_effect: Mapping[str, float] = field(default_factory=dict)
 
     def validate(self) -> None:
         if not isinstance(self.floor, int) or isinstance(self.floor, bool) or self.floor < 1:
@@ -267,22 +272,24 @@ SCOPE_TASKS_LIKE_THESE = "tasks like these"
 
 @dataclass(frozen=True)
 class WithinTasks:
-    """The comparison "for these tasks": paired trials within each shared task, read as an e-process."""
+    """The comparison "for these tasks": paired trials within each shared task, read as an e-process.
+    Its decision is statistics.decide's, the one `--bench-fill decide` lists for the same store."""
 
-    pairs: int  # trials paired (the k-th of a with the k-th of b, per task)
+    pairs: int  # trials paired (the k-th of a with the k-th of b, per task; tokens: both usages known)
     nonzero: int  # pairs with a difference (ties carry no evidence)
     positives: int  # pairs where a - b > 0
-    e_value: float  # the sign e-process now
-    e_max: float  # the largest value it ever reached (in the direction claimed, if any)
+    e_value: float  # the e-process now
+    e_max: float  # the largest value it ever reached
     anytime_p: float  # min(1, 1 / e_max)
-    p_adjusted: float  # Holm across every pair and metric of the report
-    claim_e_value: float  # the e-value a claim needs before Holm's step-down: family size / alpha
+    p_adjusted: float  # Bonferroni over the family: min(1, family_size x anytime_p)
+    claim_e_value: float  # the e-value a claim needs: family size / alpha, at every reading
     # How the evidence was computed: "sign e-process" (success: which arm passed) or "betting e-process
-    # on clipped log-ratios" (tokens: by how much, statistics.betting_e_process).
+    # on clipped log-ratios" (tokens: by how much, statistics.token_e_process).
     method: str
     # The paired trials' own figure with its anytime-valid confidence sequence at alpha / family size
     # (statistics.confidence_sequence, valid at every reading): success, the mean paired difference
-    # a - b ("difference"); tokens, a / b as exp of the mean clipped log-ratio ("ratio"). None: no pair.
+    # a - b ("difference"); tokens, a / b as exp of the mean clipped log-ratio ("ratio"). None: no
+    # pair; low and high also None below 3 shared tasks (withheld, as every interval of the report).
     scale: str
     estimate: float | None
     low: float | None
@@ -302,13 +309,17 @@ class PairComparison:
     high: float | None
     relative: float | None  # estimate / mean_b
     p_value: float | None  # sign-flip test over tasks (tasks like these)
-    p_adjusted: float | None  # Holm across every pair and metric
+    p_adjusted: float | None  # Bonferroni over the family: min(1, family_size x p_value)
     within_tasks: WithinTasks
     # Success only: the difference claimed with 80% chance at these trials (for tokens None: the verdict
     # gives within_tasks' interval of the ratio a / b instead, a statement the data support).
     minimum_detectable_effect: float | None
-    distinguishable: bool  # a difference is claimed (at least for these tasks)
-    scope: str | None  # the widest scope claimed: "tasks like these", "these tasks", or None
+    # statistics.decide's verdict for these tasks: "differs", "equivalent" (the interval within_tasks
+    # gives lies inside the comparison's margin) or "undecided"; the same `--bench-fill decide` lists.
+    decision: str
+    claim: str  # the verdict in a few words: "mcp better", "equivalent (±20%)", "undecided", "not compared"
+    distinguishable: bool  # decision == "differs"
+    scope: str | None  # the widest scope a difference is claimed for: "tasks like these", "these tasks", or None
     verdict: str
 
 
@@ -317,8 +328,11 @@ class Comparison:
     metric: str
     unit: str
     better: str  # lower | higher
-    holm_adjusted: bool
-    family_size: int  # hypotheses Holm adjusts over: pairs x metrics
+    family_size: int  # comparisons judged together: the declared pairs x metrics
+    correction: str  # statistics.BONFERRONI: a claim needs e >= family_size / alpha at every reading
+    # The smallest effect of interest ([bench.smallest_effect]) on within_tasks' scale: success a share
+    # (0.15: 15 points either way), tokens a ratio (1.2: a / b between 1/1.2 and 1.2); None: not declared.
+    margin: float | None
     pairs: list[PairComparison]
 
 
@@ -462,6 +476,8 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         model_kind=model_kind,
         arms=list(bench.arms),
         definitions={(arm, task): bench.definition(arm, task) for arm in bench.arms for task in bench.tasks},
+        comparisons=list(bench.compared_pairs()),
+        smallest_effect=dict(bench.smallest_effect),
         tasks={
             task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
             for task_id, task in bench.tasks.items()

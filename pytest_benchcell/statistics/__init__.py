@@ -1,12 +1,13 @@
 """The statistics behind the report: Wilson and t intervals, lognormal means, sign and betting e-processes,
-confidence sequences, paired decisions, Holm, pass^k; one module a subject, every public name
+confidence sequences, paired decisions and their family, Holm, pass^k; one module a subject, every public name
 re-exported here (`from pytest_benchcell import statistics as stats`):
 
 * ``descriptive``: the shared defaults, means, quantiles, per-figure seeds, the normal quantile;
 * ``intervals``: Wilson, Student's t, t and lognormal-mean intervals over tasks, confidence sequences;
 * ``over_tasks``: the sign-flip test, the paired per-task difference, Holm;
 * ``e_processes``: the sign and the betting (token) e-processes;
-* ``decisions``: ``compare_paired``, one decision for one paired comparison;
+* ``decisions``: ``compare_paired``, one decision for one paired comparison; ``Family`` (Bonferroni on
+  e-values) and ``decide``, the one verdict every place that prints a comparison reads;
 * ``planning``: the power of a sign claim and the smallest detectable effects;
 * ``cost``: cost per verified success; ``pass_k``: pass^k.
 
@@ -53,13 +54,20 @@ from .cost import (
     cost_per_success_ratio,
 )
 from .decisions import (
+    BONFERRONI,
     DIFFERS,
     EQUIVALENT,
+    METRICS,
     SUCCESS,
     TOKENS,
     UNDECIDED,
+    Family,
+    Outcome,
     PairedDecision,
+    Verdict,
     compare_paired,
+    decide,
+    margin_of,
 )
 from .descriptive import (
     DEFAULT_CONFIDENCE,
@@ -122,6 +130,7 @@ from .planning import (
 
 __all__ = [
     "BETS",
+    "BONFERRONI",
     "BettingEvidence",
     "CostPerSuccess",
     "DEFAULT_CONFIDENCE",
@@ -132,7 +141,10 @@ __all__ = [
     "EQUIVALENT",
     "EXACT_POWER_MAX_PAIRS",
     "EXACT_SIGN_FLIP_MAX_TASKS",
+    "Family",
+    "METRICS",
     "MIN_TASKS_FOR_INTERVAL",
+    "Outcome",
     "PairedDecision",
     "PairedDifference",
     "RESIDUALS_PER_TASK",
@@ -142,6 +154,7 @@ __all__ = [
     "TOKEN_LOG_RATIO_CLIP",
     "TOKEN_SIGN_WEIGHT",
     "UNDECIDED",
+    "Verdict",
     "Z_95",
     "betting_e_process",
     "check_confidence",
@@ -150,9 +163,11 @@ __all__ = [
     "confidence_sequence",
     "cost_per_success",
     "cost_per_success_ratio",
+    "decide",
     "derive_seed",
     "holm_adjust",
     "lognormal_mean_interval",
+    "margin_of",
     "mean",
     "median",
     "paired_difference",

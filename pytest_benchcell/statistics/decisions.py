@@ -1,15 +1,17 @@
 """One decision for one paired comparison: "differs" (the test e-process reached 1/alpha),
 "equivalent" (the confidence sequence lies inside the margin) or "undecided", each valid at every
-reading (the adaptive sitting's stopping rule and the report's claims)."""
+reading; and the family they are judged in (Family: Bonferroni on e-values) with ``decide``, the one
+verdict the plan, the sitting and every report format print."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .descriptive import mean
-from .e_processes import TOKEN_LOG_RATIO_CLIP, clip, sign_e_process, token_e_process
-from .intervals import confidence_sequence
+from .e_processes import TOKEN_LOG_RATIO_CLIP, BettingEvidence, SignEvidence, clip, sign_e_process, token_e_process, token_log_ratio
+from .intervals import MIN_TASKS_FOR_INTERVAL, confidence_sequence
 
 
 # -- one decision for one paired comparison -------------------------------------------------------------
@@ -33,6 +35,7 @@ class PairedDecision:
     interval: tuple[float, float]  # the anytime-valid confidence sequence's current interval for the mean
     e_value: float  # the largest value the test e-process ever reached: min(1, 1/e_value) is the anytime p
     n: int  # pairs used
+    e_now: float = 1.0  # the test e-process at the last pair
 
 
 def compare_paired(
@@ -60,13 +63,12 @@ def compare_paired(
         if any(v not in (-1.0, 0.0, 1.0) for v in values):
             raise ValueError("success differences must be -1, 0 or 1")
         bound = 1.0
-        sign = sign_e_process(values)
-        e_max, direction = max(sign.max_up, sign.max_down), sign.direction
+        evidence: SignEvidence | BettingEvidence = sign_e_process(values)
     else:
         bound = TOKEN_LOG_RATIO_CLIP
         values = [clip(v, bound) for v in values]
-        bet = token_e_process(values, bound=bound)
-        e_max, direction = max(bet.max_up, bet.max_down), bet.direction
+        evidence = token_e_process(values, bound=bound)
+    e_max, direction = max(evidence.max_up, evidence.max_down), evidence.direction
     if not values:
         return PairedDecision(UNDECIDED, 0, None, (-bound, bound), 1.0, 0)
     interval = confidence_sequence(values, low=-bound, high=bound, alpha=alpha)[-1]
@@ -77,4 +79,106 @@ def compare_paired(
         decision, direction = EQUIVALENT, 0
     else:
         decision, direction = UNDECIDED, 0
-    return PairedDecision(decision, direction, estimate, interval, e_max, len(values))
+    return PairedDecision(decision, direction, estimate, interval, e_max, len(values), evidence.e_value)
+
+
+# -- the one verdict of a comparison, for the plan, the sitting and every report format ------------------
+METRICS = (SUCCESS, TOKENS)
+BONFERRONI = "Bonferroni over the family's e-processes"
+Outcome = tuple[bool, "float | None"]  # one trial: passed, cost-equivalent tokens (None: usage unknown)
+
+
+@dataclass(frozen=True)
+class Family:
+    """The comparisons judged together and the correction over them: Bonferroni on e-values.
+
+    Each of the ``size`` comparisons (pairs of arms x METRICS) claims a difference when its e-process
+    ever reaches size / alpha, and equivalence when its confidence sequence at alpha / size lies
+    inside the margin. By Ville's inequality a null comparison's e-process ever reaches size / alpha
+    with probability at most alpha / size, so the chance of any wrong claim in the family, at any
+    reading and under any stopping rule, is at most alpha. The bar is the same at every reading, so a
+    claim once made stays made: no step-down lowers it as other comparisons are claimed (a Holm-type
+    step-down on running maxima loses its guarantee under optional stopping, and one on current
+    e-values can withdraw a claim at a later reading).
+    """
+
+    size: int  # comparisons in the family: declared pairs x metrics
+    alpha: float = 0.05
+
+    @classmethod
+    def of(cls, pairs: int, alpha: float = 0.05) -> Family:
+        return cls(max(1, pairs * len(METRICS)), alpha)
+
+    @property
+    def level(self) -> float:
+        """Each comparison's share of alpha."""
+        return self.alpha / self.size
+
+    @property
+    def claim_e(self) -> float:
+        """The e-value a difference claim needs."""
+        return self.size / self.alpha
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One comparison of arms a and b on one metric, read from its paired trials (see decide).
+
+    Oriented b - a: success the mean difference in passes, tokens the mean clipped log(tokens_b / tokens_a).
+    """
+
+    metric: str
+    decision: str  # differs | equivalent | undecided
+    direction: int  # with "differs": +1 when b is higher (passes, tokens), -1 when lower; else 0
+    estimate: float | None  # None: no pair (with known usage, for tokens)
+    interval: tuple[float, float] | None  # the confidence sequence at the family's level; None below MIN_TASKS or no pair
+    e_value: float  # the largest value the e-process reached
+    e_now: float  # its value at the last pair
+    claim_e: float  # the e-value a difference needs (Family.claim_e)
+    pairs: int  # pairs that carry this metric (tokens: both usages known)
+    nonzero: int  # pairs with a difference
+    positives: int  # pairs with b - a > 0
+    clipped: int  # token pairs more than the clip apart (counted at the clip)
+    tasks: int  # shared tasks the pairs come from
+    margin: float | None  # the smallest effect on this scale (tokens: a log-ratio); None: not declared
+
+
+def decide(
+    outcomes: Sequence[tuple[Outcome, Outcome]], *, metric: str, family: Family, margin: float | None, tasks: int,
+    compare: Callable[..., PairedDecision] = compare_paired,
+) -> Verdict:  # fmt: skip
+    """The one decision of a comparison: every place that prints a comparison (the plan of `--bench-fill
+    decide`, the sitting's summary, every report format, the forest plot) calls this with the same
+    paired trials, in the order the report could first see them.
+
+    ``outcomes``: per pair, (trial of a, trial of b) as (passed, tokens). compare_paired decides at the
+    family's level; a token pair with an unknown usage carries no token evidence and is left out.
+    Equivalence, a claim about how large the difference can be, needs the interval, which is withheld
+    below MIN_TASKS_FOR_INTERVAL shared tasks like every interval of the report; ``compare`` is
+    compare_paired (a benchmark may pass a remembering wrapper of it).
+    """
+    if metric == SUCCESS:
+        values = [float(b[0]) - float(a[0]) for a, b in outcomes]
+    elif metric == TOKENS:
+        values = [token_log_ratio(a[1], b[1]) for a, b in outcomes if a[1] is not None and b[1] is not None]
+    else:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    found = compare(values, metric=metric, alpha=family.level, margin=margin)
+    bound = 1.0 if metric == SUCCESS else TOKEN_LOG_RATIO_CLIP
+    shown = tasks >= MIN_TASKS_FOR_INTERVAL and bool(values)
+    decision = found.decision
+    if decision == EQUIVALENT and not shown:
+        decision = UNDECIDED
+    return Verdict(
+        metric, decision, found.direction if decision == DIFFERS else 0, found.estimate,
+        tuple(found.interval) if shown else None, found.e_value, found.e_now, family.claim_e, len(values),  # type: ignore[arg-type]
+        sum(v != 0 for v in values), sum(v > 0 for v in values), sum(abs(v) > bound for v in values), tasks, margin,
+    )  # fmt: skip
+
+
+def margin_of(metric: str, smallest_effect: Mapping[str, float]) -> float | None:
+    """[bench.smallest_effect] of a metric on the scale decide works in (tokens: log(1 + share)); None: not declared."""
+    if metric not in smallest_effect:
+        return None
+    value = smallest_effect[metric]
+    return math.log1p(value) if metric == TOKENS else value

@@ -16,13 +16,16 @@ How the figures are made (the README repeats this):
   task rates widened to the pooled Wilson interval; positive figures (tokens, turns, times, cost) the
   lognormal generalized interval over task means, seeded per arm and table from ``settings.seed`` so
   the same store always gives byte-identical output. Success per cell: Wilson.
-* A comparison is claimed for these tasks when the e-process over paired trials (in the order the
-  report could first see them; success: the sign e-process; tokens: statistics.token_e_process on
-  the paired log-ratios, which weighs how much dearer, not only which) reaches the family's Holm
-  level and the mean difference points the same way; such a claim also generalizes to tasks like these when the sign-flip test over
-  per-task differences (Holm-adjusted) and their t interval exclude zero. Otherwise the verdict says
-  "not distinguishable at this sample size" with, for success, the minimum detectable effect of the
-  claim rule and, for tokens, the ratio a/b with its anytime-valid interval.
+* A comparison (the declared [bench] comparisons, default every pair, on both metrics: one family) is
+  judged by statistics.decide, the function `--bench-fill decide` judges it by: a difference for these
+  tasks when the e-process over paired trials (in the order the report could first see them;
+  success: the sign e-process; tokens: statistics.token_e_process on the paired log-ratios) reaches
+  comparisons / alpha (Bonferroni on e-values, the same bar at every reading), equivalence when the
+  anytime interval lies inside [bench.smallest_effect] (from 3 shared tasks). A difference also
+  generalizes to tasks like these when the sign-flip test over per-task differences (Bonferroni-
+  adjusted) and their t interval exclude zero on its side. Otherwise the verdict says "not
+  distinguishable at this sample size" with, for success, the minimum detectable effect of the claim
+  rule and, for tokens, the ratio a/b with its anytime-valid interval (withheld below 3 tasks).
 * Cost per verified success (these tasks): mean tokens per trial / mean pass rate over the headline
   tasks, with Fieller's interval (statistics.cost_per_success), per arm and as a ratio per pair.
 * Provenance: within a cell, samples of different fingerprints (model, arm/task definition, skill

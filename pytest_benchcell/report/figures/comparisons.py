@@ -1,5 +1,7 @@
-"""The pairwise comparisons: every pair on every metric as one Holm family, the paired trials in the
-order the report could first see them, the evidence within and over tasks, and each verdict's sentence."""
+"""The pairwise comparisons: the declared pairs on both metrics as one family (statistics.Family,
+Bonferroni on e-values, the family `--bench-fill decide` judges), the paired trials in the order the
+report could first see them, statistics.decide's verdict for these tasks, the evidence over tasks,
+and each verdict's sentence."""
 
 from __future__ import annotations
 
@@ -19,73 +21,83 @@ from ..model import (
     plural,
 )
 from ..reading import Trial
+from ..verdict_text import a_minus_b, better_arm, claim, margin_text
 from .context import _Context
 
 
 @dataclass(frozen=True)
 class _MetricSpec:
     key: str
+    decided_as: str  # the metric statistics.decide judges: "success" or "tokens"
     unit: str
     better: str
     values: Callable[[CellSummary], float | None]  # the cell's mean
-    trial_value: Callable[[Trial], float | None]  # one trial's value, for the pairs within tasks (None: unknown)
     show: Callable[[float], str]  # a magnitude, e.g. "1,234 tokens" or "5.0 pp"
 
 
 _COMPARED_METRICS = (
     _MetricSpec(
-        "cost_equivalent", "cost-equivalent tokens per trial", "lower",
-        lambda c: c.cost_equivalent.mean, lambda trial: trial[2], lambda v: f"{v:,.0f} tokens",
+        "cost_equivalent", stats.TOKENS, "cost-equivalent tokens per trial", "lower",
+        lambda c: c.cost_equivalent.mean, lambda v: f"{v:,.0f} tokens",
     ),
     _MetricSpec(
-        "success", "success rate", "higher",
-        lambda c: c.success.successes / c.scored if c.scored else None, lambda trial: 1.0 if trial[1] else 0.0,
-        lambda v: f"{100 * v:.1f} pp",
+        "success", stats.SUCCESS, "success rate", "higher",
+        lambda c: c.success.successes / c.scored if c.scored else None, lambda v: f"{100 * v:.1f} pp",
     ),
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class _Evidence:
-    """Everything one (metric, pair) contributes before the family's Holm adjustment."""
+    """Everything one (metric, pair) contributes: the verdict for these tasks and the figures over tasks."""
 
     spec: _MetricSpec
     a: str
     b: str
+    verdict: stats.Verdict
     over_tasks: stats.PairedDifference
-    within: stats.SignEvidence | stats.BettingEvidence
-    signs: tuple[int, int]  # (non-zero pairs, pairs with a - b > 0)
-    these_tasks: tuple[float, float, float] | None  # (estimate, low, high) of the paired trials; None: no pair
     mde: float | None
     mean_a: float | None
     mean_b: float | None
-    clipped: int = 0  # token pairs whose ratio was beyond the clip (counted at the clip)
+
+
+def family_pairs(context_arms: Sequence[str], declared: Sequence[tuple[str, str]] | None) -> tuple[list[tuple[str, str]], int]:
+    """The pairs the report shows (the declared ones among its arms, else every pair of them) and the
+    number of pairs in the family (every declared pair, whichever arms are shown: as the plan counts)."""
+    every = [(a, b) for i, a in enumerate(context_arms) for b in context_arms[i + 1 :]]
+    if declared is None:
+        return every, len(every)
+    return [(a, b) for a, b in declared if a in context_arms and b in context_arms], len(declared)
 
 
 def _comparisons(context: _Context) -> list[Comparison]:
-    """Every pair on both metrics, as one family: Holm over all of them, in both scopes."""
-    pairs = [(a, b) for i, a in enumerate(context.arms) for b in context.arms[i + 1 :]]
+    """The declared pairs on both metrics, as one family (Bonferroni on e-values, as the plan judges them)."""
+    pairs, declared = family_pairs(context.arms, context.settings.comparisons)
     if not pairs:
         return []
-    alpha = 1.0 - context.settings.confidence
-    family_size = len(pairs) * len(_COMPARED_METRICS)
-    claim_e = family_size / alpha
-    found = [_evidence(context, spec, a, b, claim_e, alpha / family_size) for spec in _COMPARED_METRICS for a, b in pairs]
-    within_adjusted = stats.holm_adjust([e.within.anytime_p for e in found])
-    over_tested = [e.over_tasks.p_value for e in found if e.over_tasks.p_value is not None]
-    over_adjusted = iter(stats.holm_adjust(over_tested))
-    out: dict[str, list[PairComparison]] = {spec.key: [] for spec in _COMPARED_METRICS}
-    for evidence, within_p in zip(found, within_adjusted):
-        over_p = next(over_adjusted) if evidence.over_tasks.p_value is not None else None
-        out[evidence.spec.key].append(_pair(evidence, within_p, over_p, alpha, claim_e))
-    return [
-        Comparison(spec.key, spec.unit, spec.better, family_size > 1, family_size, out[spec.key])
-        for spec in _COMPARED_METRICS
-    ]
+    family = stats.Family.of(declared, 1.0 - context.settings.confidence)
+    out = []
+    for spec in _COMPARED_METRICS:
+        margin = stats.margin_of(spec.decided_as, context.settings.smallest_effect)
+        found = [_evidence(context, spec, a, b, family, margin) for a, b in pairs]
+        shown_margin = None if margin is None else margin if spec.decided_as == stats.SUCCESS else math.exp(margin)
+        out.append(Comparison(
+            spec.key, spec.unit, spec.better, family.size, stats.BONFERRONI, shown_margin,
+            [_pair(evidence, family) for evidence in found],
+        ))  # fmt: skip
+    return out
 
 
-def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: float, level: float) -> _Evidence:
+def _evidence(
+    context: _Context, spec: _MetricSpec, a: str, b: str, family: stats.Family, margin: float | None
+) -> _Evidence:  # fmt: skip
     shared = [t for t in context.scored_tasks() if context.covered(a, t) and context.covered(b, t)]
+    key = (a, b, tuple(shared))
+    if key not in context.paired:  # the same order serves both metrics
+        trials = {(arm, t): context.trials.get((arm, t), []) for arm in (a, b) for t in shared}
+        context.paired[key] = paired_in_time_order(trials, a, b, shared, context.settings.floor)
+    outcomes = [((trial_a[1], trial_a[2]), (trial_b[1], trial_b[2])) for trial_a, trial_b in context.paired[key]]
+    verdict = stats.decide(outcomes, metric=spec.decided_as, family=family, margin=margin, tasks=len(shared))
     per_a = {t: [v] for t in shared if (v := spec.values(context.cells[(a, t)])) is not None}
     per_b = {t: [v] for t in shared if (v := spec.values(context.cells[(b, t)])) is not None}
     over_tasks = stats.paired_difference(
@@ -93,47 +105,14 @@ def _evidence(context: _Context, spec: _MetricSpec, a: str, b: str, claim_e: flo
         confidence=context.settings.confidence,
     )  # fmt: skip
     tasks = over_tasks.tasks
-    trials = {(arm, t): context.trials.get((arm, t), []) for arm in (a, b) for t in tasks}
-    key = (a, b, tasks)
-    if key not in context.paired:  # the same order serves both metrics
-        context.paired[key] = paired_in_time_order(trials, a, b, tasks, context.settings.floor)
-    differences = [_difference(spec, trial_a, trial_b) for trial_a, trial_b in context.paired[key]]
-    signs = (sum(d != 0 for d in differences), sum(d > 0 for d in differences))
-    within: stats.SignEvidence | stats.BettingEvidence
     mde = None
-    clipped = 0
-    if spec.key == "success":
-        within = stats.sign_e_process(differences)
-        pairs_per_task = [min(len(trials[(a, t)]), len(trials[(b, t)])) for t in tasks]
+    if spec.key == "success" and tasks:
+        pairs_per_task = [min(len(context.trials.get((a, t), [])), len(context.trials.get((b, t), []))) for t in tasks]
         base = [(per_a[t][0] + per_b[t][0]) / 2.0 for t in tasks]
-        mde = stats.success_mde(base, pairs_per_task, claim_e) if tasks else None
-        bound, values = 1.0, differences
-    else:
-        # By how much, not only which: the betting e-process on the paired log-ratios log(a / b), clipped.
-        bound = stats.TOKEN_LOG_RATIO_CLIP
-        ratios = [
-            stats.token_log_ratio(value_b, value_a)
-            for trial_a, trial_b in context.paired[key]
-            if (value_a := spec.trial_value(trial_a)) is not None and (value_b := spec.trial_value(trial_b)) is not None
-        ]  # a pair with unknown usage carries no evidence and is left out
-        clipped = sum(abs(value) > bound for value in ratios)
-        values = [stats.clip(value, bound) for value in ratios]
-        within = stats.token_e_process(values, bound=bound)
-    these_tasks = None
-    if values:
-        low, high = stats.confidence_sequence(values, low=-bound, high=bound, alpha=level)[-1]
-        these_tasks = (stats.mean(values), low, high)
-        if spec.key != "success":
-            these_tasks = (math.exp(these_tasks[0]), math.exp(low), math.exp(high))
+        mde = stats.success_mde(base, pairs_per_task, family.claim_e)
     mean_a = stats.mean(per_a[t][0] for t in tasks) if tasks else None
     mean_b = stats.mean(per_b[t][0] for t in tasks) if tasks else None
-    return _Evidence(spec, a, b, over_tasks, within, signs, these_tasks, mde, mean_a, mean_b, clipped)
-
-
-def _difference(spec: _MetricSpec, trial_a: Trial, trial_b: Trial) -> float:
-    """One pair's difference; a pair with an unknown value (usage never reported) is a tie: no evidence."""
-    value_a, value_b = spec.trial_value(trial_a), spec.trial_value(trial_b)
-    return 0.0 if value_a is None or value_b is None else value_a - value_b
+    return _Evidence(spec, a, b, verdict, over_tasks, mde, mean_a, mean_b)
 
 
 def paired_in_time_order(
@@ -157,33 +136,35 @@ def paired_in_time_order(
     return [(item[4], item[5]) for item in keyed]
 
 
-def _pair(evidence: _Evidence, within_p: float, over_p: float | None, alpha: float, claim_e: float) -> PairComparison:
-    result, within = evidence.over_tasks, evidence.within
-    direction = 0 if not result.estimate else (1 if result.estimate > 0 else -1)
-    # A claim needs the evidence within tasks (Holm-adjusted) and the mean difference to point the same way.
-    claimed = within_p <= alpha and direction != 0 and within.direction == direction
-    conflicting = within_p <= alpha and direction != 0 and within.direction == -direction
+def _pair(evidence: _Evidence, family: stats.Family) -> PairComparison:
+    result, verdict = evidence.over_tasks, evidence.verdict
+    claimed = verdict.decision == stats.DIFFERS
+    over_p = None if result.p_value is None else min(1.0, family.size * result.p_value)
+    towards = -verdict.direction  # the claim's sign of a - b (b higher: a - b below 0)
     generalizes = (
-        claimed and over_p is not None and over_p < alpha and result.low is not None and result.high is not None
-        and (result.low > 0 if direction > 0 else result.high < 0)
+        claimed and over_p is not None and over_p < family.alpha and result.low is not None
+        and result.high is not None and (result.low > 0 if towards > 0 else result.high < 0)
     )  # fmt: skip
     scope = SCOPE_TASKS_LIKE_THESE if generalizes else SCOPE_THESE_TASKS if claimed else None
-    these = evidence.these_tasks
-    e_max = within.max_up if within.direction >= 0 else within.max_down
+    estimate, interval = a_minus_b(verdict)
+    ratio = evidence.spec.decided_as == stats.TOKENS
+    shown = (lambda v: math.exp(v)) if ratio else (lambda v: v)
+    anytime_p = min(1.0, 1.0 / verdict.e_value)
     return PairComparison(
-        arm_a=evidence.a, arm_b=evidence.b, n_tasks=result.n_tasks, tasks=list(result.tasks),
+        arm_a=evidence.a, arm_b=evidence.b, n_tasks=verdict.tasks, tasks=list(result.tasks),
         mean_a=evidence.mean_a, mean_b=evidence.mean_b, estimate=result.estimate, low=result.low, high=result.high,
         relative=result.estimate / evidence.mean_b if result.estimate is not None and evidence.mean_b else None,
         p_value=result.p_value, p_adjusted=over_p,
         within_tasks=WithinTasks(
-            pairs=within.pairs, nonzero=evidence.signs[0], positives=evidence.signs[1], e_value=within.e_value,
-            e_max=e_max, anytime_p=within.anytime_p, p_adjusted=within_p, claim_e_value=claim_e,
-            method=SIGN_METHOD if evidence.spec.key == "success" else BETTING_METHOD,
-            scale="difference" if evidence.spec.key == "success" else "ratio",
-            estimate=these[0] if these else None, low=these[1] if these else None, high=these[2] if these else None,
+            pairs=verdict.pairs, nonzero=verdict.nonzero, positives=verdict.nonzero - verdict.positives,
+            e_value=verdict.e_now, e_max=verdict.e_value, anytime_p=anytime_p,
+            p_adjusted=min(1.0, family.size * anytime_p), claim_e_value=family.claim_e,
+            method=SIGN_METHOD if not ratio else BETTING_METHOD, scale="ratio" if ratio else "difference",
+            estimate=None if estimate is None else shown(estimate),
+            low=None if interval is None else shown(interval[0]), high=None if interval is None else shown(interval[1]),
         ),
-        minimum_detectable_effect=evidence.mde, distinguishable=claimed, scope=scope,
-        verdict=_verdict(evidence, scope, over_p, alpha, conflicting),
+        minimum_detectable_effect=evidence.mde, decision=verdict.decision, claim=claim(verdict, evidence.a, evidence.b),
+        distinguishable=claimed, scope=scope, verdict=_verdict(evidence, scope, over_p, family.alpha),
     )  # fmt: skip
 
 
@@ -191,65 +172,84 @@ SIGN_METHOD = "sign e-process"
 BETTING_METHOD = "betting e-process on clipped log-ratios mixed with the sign e-process"
 
 
-def _ratio_text(a: str, b: str, these: tuple[float, float, float] | None, clipped: int = 0) -> str:
+def _ratio_text(a: str, b: str, verdict: stats.Verdict) -> str:
     """"a/b = 1.20x": the geometric mean ratio of the paired trials' tokens (clipped log-ratios). When
     pairs were clipped the ratio understates the gap, so the text says how many were counted at the clip."""
-    if not these:
+    estimate, _ = a_minus_b(verdict)
+    if estimate is None:
         return f"{a}/{b} unknown"
     limit = math.exp(stats.TOKEN_LOG_RATIO_CLIP)
+    clipped = verdict.clipped
     note = f" (counting {plural(clipped, 'paired trial')} more than {limit:g}x apart as {limit:g}x)" if clipped else ""
-    return f"{a}/{b} = {these[0]:.2f}x{note}"
+    return f"{a}/{b} = {math.exp(estimate):.2f}x{note}"
 
 
-def _interval_text(low: float, high: float) -> str:
-    """The anytime interval of the clipped ratio: an end at the clip means "that far or farther"."""
+def _interval_text(verdict: stats.Verdict) -> str:
+    """The anytime interval, a - b (tokens: of the clipped ratio a/b, where an end at the clip means
+    "that far or farther"); withheld below 3 shared tasks."""
+    _, interval = a_minus_b(verdict)
+    if interval is None:
+        return f"no interval below {stats.MIN_TASKS_FOR_INTERVAL} shared tasks"
+    if verdict.metric == stats.SUCCESS:
+        return f"anytime interval {100 * interval[0]:+.1f} to {100 * interval[1]:+.1f} pp"
+    low, high = math.exp(interval[0]), math.exp(interval[1])
     limit = math.exp(stats.TOKEN_LOG_RATIO_CLIP)
     low_text = f"{low:.2f}x or less" if low <= 1.0 / limit * (1 + 1e-9) else f"{low:.2f}x"
     high_text = f"{high:.2f}x or more" if high >= limit * (1 - 1e-9) else f"{high:.2f}x"
-    return f"{low_text} to {high_text}"
+    return f"anytime interval {low_text} to {high_text}"
 
 
-def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha: float, conflicting: bool) -> str:
-    """The sentence a reader quotes. Only a claimed difference gets a winner, and it names its scope."""
-    spec, a, b, result, within = evidence.spec, evidence.a, evidence.b, evidence.over_tasks, evidence.within
-    if result.n_tasks == 0 or result.estimate is None:
+def _these_tasks(evidence: _Evidence) -> str:
+    """The paired trials' own figure: "a − b = +12.5 pp over 24 paired trials" or the ratio a/b."""
+    verdict, a, b = evidence.verdict, evidence.a, evidence.b
+    if verdict.metric == stats.SUCCESS:
+        estimate, _ = a_minus_b(verdict)
+        figure = f"{a} \u2212 {b} = {100 * (estimate or 0.0):+.1f} pp"
+    else:
+        figure = _ratio_text(a, b, verdict)
+    return f"{figure} over {plural(verdict.pairs, 'paired trial')}"
+
+
+def _verdict(evidence: _Evidence, scope: str | None, over_p: float | None, alpha: float) -> str:
+    """The sentence a reader quotes (Markdown, HTML, JSON). Only a claimed difference gets a winner, and
+    it names its scope; an equivalence names its margin and the interval that proves it."""
+    spec, a, b, result, verdict = evidence.spec, evidence.a, evidence.b, evidence.over_tasks, evidence.verdict
+    if verdict.tasks == 0:
         return "not compared: no task has both arms at the floor"
+    if verdict.pairs == 0:
+        return "not compared: no paired trial with known usage"
     if scope is not None:
-        direction = "lower" if result.estimate < 0 else "higher"
-        winner = a if direction == spec.better else b
-        nonzero, positives = evidence.signs
+        winner = better_arm(verdict, a, b)
+        support = _these_tasks(evidence)
         if spec.key == "success":
-            agreeing = positives if result.estimate > 0 else nonzero - positives
-            support = f"{agreeing} of {plural(nonzero, 'differing paired trial')} agree"
-        else:
-            support = f"{_ratio_text(a, b, evidence.these_tasks, evidence.clipped)} over {plural(within.pairs, 'paired trial')}"
-        head = (
-            f"distinguishable for {scope}: {winner} is better ({a} is {direction} than {b} by "
-            f"{spec.show(abs(result.estimate))}; {support})"
-        )
+            agreeing = verdict.positives if verdict.direction > 0 else verdict.nonzero - verdict.positives
+            support = f"{agreeing} of {plural(verdict.nonzero, 'differing paired trial')} agree"
+        head = f"distinguishable for {scope}: {winner} is better ({support}"
+        if result.estimate is not None and result.estimate * -verdict.direction > 0:
+            direction = "lower" if result.estimate < 0 else "higher"
+            head += f"; over tasks {a} is {direction} than {b} by {spec.show(abs(result.estimate))}"
+        head += ")"
         if scope == SCOPE_TASKS_LIKE_THESE:
             return head
         needed = stats.sign_flip_tasks_needed(alpha)
         if result.n_tasks < needed:
             return f"{head}; whether it generalizes to tasks like these needs at least {needed} shared tasks"
         return f"{head}; not shown to generalize to tasks like these (over tasks p {p_text(over_p or 1.0)})"
-    if conflicting:
-        return "not distinguishable at this sample size: most paired trials and the mean difference point opposite ways"
-    mde = evidence.mde
-    if spec.key != "success":
-        if evidence.these_tasks is None:
-            return "not distinguishable at this sample size: no paired trial with known usage"
-        _, low, high = evidence.these_tasks
+    if verdict.decision == stats.EQUIVALENT and verdict.margin is not None:
         return (
-            f"not distinguishable at this sample size; for these tasks "
-            f"{_ratio_text(a, b, evidence.these_tasks, evidence.clipped)} over {plural(within.pairs, 'paired trial')}, "
-            f"anytime interval {_interval_text(low, high)}"
+            f"equivalent for these tasks: no difference larger than {margin_text(verdict.metric, verdict.margin)} "
+            f"({_these_tasks(evidence)}, {_interval_text(verdict)}, inside the margin)"
         )
+    undecided = "not distinguishable at this sample size"
+    if verdict.margin is not None:
+        undecided += f", nor shown equivalent within {margin_text(verdict.metric, verdict.margin)}"
+    if spec.key != "success":
+        return f"{undecided}; for these tasks {_these_tasks(evidence)}, {_interval_text(verdict)}"
+    mde = evidence.mde
     if mde is None:
         detail = "no difference is detectable with so few paired trials"
     elif mde == 0.0:
         detail = "trials within a cell do not vary, so any difference is detectable for these tasks"
     else:
-        share = f" ({100 * mde / abs(evidence.mean_b):.0f}% of {b})" if evidence.mean_b and spec.key != "success" else ""
-        detail = f"minimum detectable effect for these tasks ~ {spec.show(mde)}{share}"
-    return f"not distinguishable at this sample size; {detail}"
+        detail = f"minimum detectable effect for these tasks ~ {spec.show(mde)}"
+    return f"{undecided}; {detail}"

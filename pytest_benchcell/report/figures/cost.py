@@ -13,8 +13,10 @@ COST_PER_SUCCESS_METHOD = (
 
 
 def _cost_per_success(context: _Context, tasks: list[str]) -> CostPerSuccessTable:
-    """Tokens per verified success per arm and per pair, about these tasks (trials with known usage)."""
+    """Tokens per verified success per arm and per pair, about these tasks (trials with known usage).
+    Below MIN_TASKS_FOR_INTERVAL tasks the figures stand without intervals, as every figure of the report."""
     confidence = context.settings.confidence
+    with_interval = len(tasks) >= stats.MIN_TASKS_FOR_INTERVAL
     found: dict[str, stats.CostPerSuccess] = {}
     rows = []
     for arm in context.arms:
@@ -27,7 +29,7 @@ def _cost_per_success(context: _Context, tasks: list[str]) -> CostPerSuccessTabl
             continue
         if all(len(cell) >= 2 for cell in cells):
             figure = found[arm] = stats.cost_per_success(cells, confidence=confidence)
-            low, high = figure.low, figure.high
+            low, high = (figure.low, figure.high) if with_interval else (None, None)
             estimate, per_trial, rate = figure.estimate, figure.tokens_per_trial, figure.success_rate
         else:  # one trial in some task: the figure without an interval
             per_trial = stats.mean(stats.mean(cost for cost, _ in cell) for cell in cells)
@@ -37,6 +39,10 @@ def _cost_per_success(context: _Context, tasks: list[str]) -> CostPerSuccessTabl
     pairs = []
     for i, a in enumerate(context.arms):
         for b in context.arms[i + 1 :]:
-            ratio = stats.cost_per_success_ratio(found[a], found[b], confidence=confidence) if a in found and b in found else None
+            ratio: tuple[float, float | None, float | None] | None = (
+                stats.cost_per_success_ratio(found[a], found[b], confidence=confidence) if a in found and b in found else None
+            )
+            if ratio is not None and not with_interval:
+                ratio = (ratio[0], None, None)
             pairs.append(CostPerSuccessPair(a, b, *(ratio or (None, None, None))))
     return CostPerSuccessTable(SCOPE_THESE_TASKS, list(tasks), COST_PER_SUCCESS_METHOD, rows, pairs)

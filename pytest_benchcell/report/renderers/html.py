@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...leftovers import printable
-from ..model import SCOPE_THESE_TASKS, SCOPE_TASKS_LIKE_THESE, Comparison, HeadlineRow, Report
+from ...statistics import EQUIVALENT
+from ..model import SCOPE_THESE_TASKS, SCOPE_TASKS_LIKE_THESE, Comparison, HeadlineRow, PairComparison, Report
 from .document import (
     COMPARISON_PLOT,
     DASH,
@@ -102,7 +103,7 @@ def _import_matplotlib() -> Any:
 def _plots(report: Report) -> dict[str, list[str]]:
     """The plots as inline SVG strings, by where they go (none when there is nothing to plot yet)."""
     rows = [r for r in report.headline.rows if r.cost_equivalent.mean is not None and r.success.rate is not None]
-    compared = [c for c in report.comparisons if any(pair.estimate is not None for pair in c.pairs)]
+    compared = [c for c in report.comparisons if any(pair.within_tasks.estimate is not None for pair in c.pairs)]
     if not rows and not compared:
         return {}
     matplotlib, MplFigure = _import_matplotlib()
@@ -192,59 +193,78 @@ def _tier_bars(MplFigure: Any, report: Report) -> Any:
     return figure
 
 
-# How the forest plot draws a pair by its claim: label, colour, marker, filled.
+# How the forest plot draws a pair by its verdict: label, colour, marker, filled.
 _CLAIM_STYLES: dict[str | None, tuple[str, str, str, bool]] = {
-    SCOPE_TASKS_LIKE_THESE: ("claimed for tasks like these", "#1f4e99", "o", True),
-    SCOPE_THESE_TASKS: ("claimed for these tasks", "#d9822b", "D", True),
-    None: ("no claim: not distinguishable", "#8c8c8c", "o", False),
+    SCOPE_TASKS_LIKE_THESE: ("differs, also for tasks like these", "#1f4e99", "o", True),
+    SCOPE_THESE_TASKS: ("differs for these tasks", "#d9822b", "D", True),
+    EQUIVALENT: ("equivalent: inside the margin", "#2e8b57", "s", True),
+    None: ("undecided", "#8c8c8c", "o", False),
 }
-_CLAIM_IDS = {SCOPE_TASKS_LIKE_THESE: "tasks-like-these", SCOPE_THESE_TASKS: "these-tasks", None: "none"}
+_CLAIM_IDS = {SCOPE_TASKS_LIKE_THESE: "tasks-like-these", SCOPE_THESE_TASKS: "these-tasks", EQUIVALENT: "equivalent", None: "none"}
+
+
+def _style_key(pair: PairComparison) -> str | None:
+    return EQUIVALENT if pair.decision == EQUIVALENT else pair.scope
 
 
 def forest_row_id(comparison: Comparison, index: int) -> str:
     """The SVG id of a pair's point in the forest plot: metric, pair number and claim (tests find rows by it)."""
     pair = comparison.pairs[index]
-    claim = "not-compared" if pair.estimate is None else _CLAIM_IDS.get(pair.scope, "none")
+    claim = "not-compared" if pair.within_tasks.estimate is None else _CLAIM_IDS.get(_style_key(pair), "none")
     return f"forest-{re.sub(r'[^A-Za-z0-9_-]', '_', comparison.metric)}-{index}-{claim}"
 
 
 def _forest(MplFigure: Any, report: Report, comparisons: Sequence[Comparison]) -> Any:
-    """Per metric (one panel each), every pair's difference a - b with its interval about tasks like
-    these, drawn by what is claimed: read at a glance which pairs differ, which way, and how widely."""
+    """Per metric (one panel each), every pair's paired estimate with the anytime interval its verdict
+    rests on (success a - b, tokens a/b on a log scale) and the margin band of [bench.smallest_effect],
+    drawn by the verdict: read at a glance which pairs differ, which way, which are equivalent."""
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     heights = [len(c.pairs) + 1.8 for c in comparisons]
     figure = MplFigure(figsize=(8.4, 0.3 * sum(heights) + 0.9))
     grid = figure.add_gridspec(len(comparisons), 1, height_ratios=heights)
     for number, comparison in enumerate(comparisons):
         _forest_panel(figure.add_subplot(grid[number]), comparison)
-    handles = [
+    handles: list[Any] = [
         Line2D([], [], color=colour, marker=marker, markerfacecolor=colour if filled else "white", label=label)
         for label, colour, marker, filled in _CLAIM_STYLES.values()
     ]
+    if any(c.margin is not None for c in comparisons):
+        handles.append(Patch(color=_MARGIN_COLOUR, alpha=0.35, label="smallest effect (margin)"))
     figure.legend(handles=handles, loc="lower center", ncol=3, fontsize=9, frameon=False)
     figure.suptitle(
-        f"Differences a \u2212 b, with their {100 * report.settings.confidence:g}% interval about tasks like these",
+        "Paired trials: a \u2212 b (tokens a/b), with the anytime interval at the family's level",
         fontsize=10,
     )
-    figure.tight_layout(rect=(0, 0.4 / (0.3 * sum(heights) + 0.9), 1, 1))
+    figure.tight_layout(rect=(0, 0.7 / (0.3 * sum(heights) + 0.9), 1, 1))
     return figure
 
 
+_MARGIN_COLOUR = "#9fd3b0"
+
+
 def _forest_panel(axes: Any, comparison: Comparison) -> None:
-    # Success differences are fractions: drawn in percentage points, as the tables write them.
-    scale, unit = (100.0, "percentage points") if comparison.metric == "success" else (1.0, comparison.unit)
+    # Success differences are fractions: drawn in percentage points; token ratios on a log scale.
+    ratio = comparison.metric != "success"
+    scale = 1.0 if ratio else 100.0
     rows = len(comparison.pairs)
-    extent = [0.0]
+    centre = 1.0 if ratio else 0.0
+    extent = [centre]
+    if comparison.margin is not None:
+        band = (1.0 / comparison.margin, comparison.margin) if ratio else (-scale * comparison.margin, scale * comparison.margin)
+        axes.axvspan(*band, color=_MARGIN_COLOUR, alpha=0.35, zorder=0, linewidth=0).set_gid(f"forest-margin-{comparison.metric}")
+        extent += list(band)
     for index, pair in enumerate(comparison.pairs):
-        if pair.estimate is None:
+        within = pair.within_tasks
+        if within.estimate is None:
             continue
         y = rows - 1 - index  # the first pair on top, in the order of the table below
-        _, colour, marker, filled = _CLAIM_STYLES.get(pair.scope, _CLAIM_STYLES[None])
-        x = scale * pair.estimate
+        _, colour, marker, filled = _CLAIM_STYLES.get(_style_key(pair), _CLAIM_STYLES[None])
+        x = scale * within.estimate
         extent.append(x)
-        if pair.low is not None and pair.high is not None:
-            low, high = scale * pair.low, scale * pair.high
+        if within.low is not None and within.high is not None:
+            low, high = scale * within.low, scale * within.high
             axes.plot([low, high], [y, y], color=colour, linewidth=1.8, solid_capstyle="butt")
             axes.plot([low, low, float("nan"), high, high], [y - 0.15, y + 0.15, float("nan"), y - 0.15, y + 0.15],
                       color=colour, linewidth=1.2)  # fmt: skip
@@ -252,10 +272,14 @@ def _forest_panel(axes: Any, comparison: Comparison) -> None:
         (point,) = axes.plot([x], [y], marker=marker, markersize=7, color=colour,
                              markerfacecolor=colour if filled else "white", markeredgewidth=1.5, linestyle="none")  # fmt: skip
         point.set_gid(forest_row_id(comparison, index))
-    axes.axvline(0.0, color="#444444", linewidth=0.9, zorder=0)
-    # With every difference 0 the scale is still that of the metric: a few points of success, one token.
-    span = (max(extent) - min(extent)) or (10.0 if comparison.metric == "success" else 2.0)
-    axes.set_xlim(min(extent) - 0.08 * span, max(extent) + 0.08 * span)
+    axes.axvline(centre, color="#444444", linewidth=0.9, zorder=0)
+    if ratio:
+        axes.set_xscale("log")
+        low, high = min(extent), max(extent)
+        axes.set_xlim(low / 1.08, high * 1.08)
+    else:
+        span = (max(extent) - min(extent)) or 10.0
+        axes.set_xlim(min(extent) - 0.08 * span, max(extent) + 0.08 * span)
     axes.set_ylim(-0.7, rows - 0.3)
     ticks = [rows - 1 - i for i in range(rows)]
     axes.set_yticks(ticks, [f"{printable(p.arm_a)} \u2212 {printable(p.arm_b)}" for p in comparison.pairs])
@@ -264,14 +288,13 @@ def _forest_panel(axes: Any, comparison: Comparison) -> None:
     claims.set_ylim(axes.get_ylim())
     claims.set_yticks(ticks, [printable(claim_text(comparison, p)) for p in comparison.pairs])
     for tick, pair in zip(claims.get_yticklabels(), comparison.pairs):
-        tick.set_color(_CLAIM_STYLES.get(pair.scope, _CLAIM_STYLES[None])[1])
+        tick.set_color(_CLAIM_STYLES.get(_style_key(pair), _CLAIM_STYLES[None])[1])
     claims.tick_params(length=0)
     claims.spines[["top", "right", "left", "bottom"]].set_visible(False)
     side = "left" if comparison.better == "lower" else "right"
-    axes.set_xlabel(f"a \u2212 b, {unit} ({side} of 0: a is better)", fontsize=9)
+    what = "a/b of tokens per trial" if ratio else "a \u2212 b, percentage points"
+    axes.set_xlabel(f"{what} ({side} of {centre:g}: a is better)", fontsize=9)
     axes.set_title(f"{comparison.unit[0].upper()}{comparison.unit[1:]} ({comparison.better} is better)", fontsize=10)
-    if span >= 10 and comparison.metric != "success":  # token counts, not ratios or rates
-        axes.xaxis.set_major_formatter(matplotlib_thousands())
     axes.grid(axis="x", alpha=0.3)
 
 

@@ -26,7 +26,7 @@ def document(report: Report, *, detail: bool) -> list[Block]:
         blocks += [Heading("Notes"), Bullets(report.notices)]
     blocks += _headline_blocks(report)
     blocks += _cost_per_success_blocks(report)
-    blocks += _comparison_blocks(report)
+    blocks += _comparison_blocks(report, detail=detail)
     blocks += _coverage_blocks(report)
     blocks += _tier_blocks(report)
     blocks += _component_blocks(report)

@@ -106,16 +106,17 @@ def _cost_per_success_blocks(report: Report) -> list[Block]:
         for row in table.rows
     ]  # fmt: skip
     ratios = [
-        f"{pair.arm_a} / {pair.arm_b} = {pair.ratio:.2f}x [{pair.low:.2f}x\u2013{pair.high:.2f}x]"
+        f"{pair.arm_a} / {pair.arm_b} = {pair.ratio:.2f}x"
+        + (f" [{pair.low:.2f}x\u2013{pair.high:.2f}x]" if pair.low is not None and pair.high is not None else "")
         for pair in table.pairs
-        if pair.ratio is not None and pair.low is not None and pair.high is not None
+        if pair.ratio is not None
     ]
     blocks: list[Block] = [
         Heading("Cost per verified success"),
         Text(
             "Cost-equivalent tokens per trial / success rate over the headline tasks (each task weighs the same): "
             f"what one verified success costs. The {level} interval is for these tasks (their trials are the "
-            "replicates; Fieller's interval for a ratio)."
+            f"replicates; Fieller's interval for a ratio), from {MIN_TASKS_FOR_INTERVAL} tasks on."
         ),
         Table(["arm", f"tokens per success [{level} CI]", "tokens per trial", "success", "trials"], rows),
     ]

@@ -1,0 +1,78 @@
+"""How a comparison's verdict is written, the same wherever it is printed (the `--bench-fill decide`
+listing, the sitting's summary, every report format, the forest plot): the short claim, the paired
+estimate and its anytime interval, oriented a - b (tokens: the ratio a / b). Formats only: the
+verdict itself is statistics.decide's."""
+
+from __future__ import annotations
+
+import math
+
+from ..statistics import DIFFERS, EQUIVALENT, MIN_TASKS_FOR_INTERVAL, SUCCESS, Verdict
+
+NOT_COMPARED = "not compared"
+
+
+def a_minus_b(verdict: Verdict) -> tuple[float | None, tuple[float, float] | None]:
+    """The verdict's estimate and interval turned to a - b (tokens: log(a / b)), exactly (negation)."""
+    estimate = None if verdict.estimate is None else 0.0 - verdict.estimate  # 0.0 - 0.0 is 0.0, never -0.0
+    interval = None if verdict.interval is None else (0.0 - verdict.interval[1], 0.0 - verdict.interval[0])
+    return estimate, interval
+
+
+def better_arm(verdict: Verdict, a: str, b: str) -> str | None:
+    """The arm a difference claim favours: more successes, fewer tokens; None without a difference."""
+    if verdict.decision != DIFFERS:
+        return None
+    b_higher = verdict.direction > 0
+    return b if b_higher == (verdict.metric == SUCCESS) else a
+
+
+def margin_text(metric: str, margin: float) -> str:
+    """The smallest effect as a reader states it: "±15 pp", "±20%" (margin is a log-ratio for tokens)."""
+    return f"\u00b1{100 * margin:.0f} pp" if metric == SUCCESS else f"\u00b1{100 * math.expm1(margin):.0f}%"
+
+
+def claim(verdict: Verdict, a: str, b: str) -> str:
+    """A few words: "mcp better", "equivalent (±20%)", "undecided" or "not compared"."""
+    if verdict.pairs == 0:
+        return NOT_COMPARED
+    winner = better_arm(verdict, a, b)
+    if winner is not None:
+        return f"{winner} better"
+    if verdict.decision == EQUIVALENT and verdict.margin is not None:
+        return f"equivalent ({margin_text(verdict.metric, verdict.margin)})"
+    return "undecided"
+
+
+def value_text(metric: str, value: float) -> str:
+    """One a - b value: "+12.5 pp" (success), "0.83x" (tokens, as a / b)."""
+    return f"{100 * value:+.1f} pp" if metric == SUCCESS else f"{math.exp(value):.2f}x"
+
+
+def estimate_text(verdict: Verdict) -> str:
+    """ "+12.5 pp [-3.0, +28.0]" or "0.83x [0.70x, 0.98x]"; the interval left out where it is withheld."""
+    estimate, interval = a_minus_b(verdict)
+    if estimate is None:
+        return "\u2014"
+    text = value_text(verdict.metric, estimate)
+    if interval is None:
+        return text
+    low, high = (value_text(verdict.metric, end) for end in interval)
+    return f"{text} [{low.removesuffix(' pp')}, {high}]"
+
+
+def scale_label(metric: str, a: str, b: str) -> str:
+    """What the estimate is of: "a - b" (success) or "a/b" (tokens)."""
+    return f"{a} - {b}" if metric == SUCCESS else f"{a}/{b}"
+
+
+def reading(verdict: Verdict, a: str, b: str) -> str:
+    """The figures behind a claim in one parenthesis-ready phrase, as the listing and the reports write them:
+    "12 paired trials on 4 tasks, e 28.4 of the 120 a difference needs, a - b +16.7 pp [-10.0, +40.0]"."""
+    detail = f"{verdict.pairs} paired trial{'' if verdict.pairs == 1 else 's'} on {verdict.tasks} task{'' if verdict.tasks == 1 else 's'}"
+    reached = "past" if verdict.decision == DIFFERS else "of"
+    detail += f", e {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs"
+    detail += f", {scale_label(verdict.metric, a, b)} {estimate_text(verdict)}"
+    if verdict.interval is None and verdict.pairs:
+        detail += f"; no interval below {MIN_TASKS_FOR_INTERVAL} shared tasks"
+    return detail
