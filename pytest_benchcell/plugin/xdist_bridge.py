@@ -25,6 +25,7 @@ class _XdistBridge:
         self.spools: dict[str, tuple[str, str]] = {}  # gateway id -> (its spec, its spool path)
 
     def pytest_configure_node(self, node: Any) -> None:
+        from ..gateway_check import identity
         from ..remote import Receiver, bench_reference, cell_definitions, stop_file
 
         state = self.state
@@ -45,8 +46,27 @@ class _XdistBridge:
                 "store": str(state.store.root.resolve()),
                 "stop_file": str(stop_file(state.bench.root, state.sitting_id).resolve()),
                 "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
+                "identity": identity(state.bench.root),  # a worker runs nothing on another plugin or commit
             }
+        self._refuse_a_python_without_the_plugin(node)
         node.workerinput[WORKER_PLAN_KEY] = self.worker_plan
+
+    def _refuse_a_python_without_the_plugin(self, node: Any) -> None:
+        """Ask a far Python (another interpreter or checkout) what it has before xdist starts its worker
+        there: without the plugin, the worker could only fail on whatever import comes first."""
+        from ..gateway_check import PROBE_SOURCE, probe_problem
+        from ..remote import gateway_label
+
+        spec = node.gateway.spec
+        if spec.popen and not spec.python and not spec.chdir:
+            return  # this very Python, in this checkout
+        found = node.gateway.remote_exec(PROBE_SOURCE).receive(timeout=120)
+        problem = probe_problem(found, self.worker_plan["identity"], checkout=found.get("cwd"))
+        if problem:
+            pytest.exit(
+                f"benchcell: gateway {gateway_label(node.gateway.id, str(spec))} cannot run trials: {problem}; the "
+                f"sitting stops (no trial ran there)", returncode=pytest.ExitCode.USAGE_ERROR,
+            )  # fmt: skip
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
