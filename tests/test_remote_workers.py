@@ -6,7 +6,9 @@ test's own on 127.0.0.1 where one is installed); real CLI, scripted model."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -126,3 +128,34 @@ def test_a_checkout_at_another_commit_is_refused_naming_both(pytester: pytest.Py
     git(far, "checkout", "-q", controller)  # the fix the message names: the sitting runs
     result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"popen//chdir={far}", timeout=120)
     result.assert_outcomes(passed=2)
+
+
+def python_seeing_only_there(tmp_path: Path, far: Path) -> tuple[Path, Path]:
+    """A Python that sees `far` at a folder that is empty for everyone else (its own mount namespace),
+    as a far machine's checkout is out of the controller's sight; and that folder."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) to give the worker a checkout the controller cannot see")
+    view = tmp_path / "far-view"
+    view.mkdir()
+    python = tmp_path / "python-far"
+    python.write_text(
+        f"#!/bin/sh\nexport PYTHONPATH={os.environ.get('PYTHONPATH', '')}\n"
+        f"exec unshare -m --propagation private sh -c 'mount --bind {far} {view} && exec {sys.executable} \"$@\"' sh \"$@\"\n"
+    )
+    python.chmod(0o755)
+    return python, view
+
+
+def test_a_far_spool_goes_once_its_samples_are_stored_and_each_sample_says_where_it_ran(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    write_bench(pytester)
+    far = clone(pytester, tmp_path / "far")
+    python, view = python_seeing_only_there(tmp_path, far)
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"popen//python={python}//chdir={view}", timeout=180)
+    result.assert_outcomes(passed=2)
+    assert list(view.iterdir()) == []  # the controller never saw the checkout
+    assert not (far / ".benchcell-spool").exists()  # the worker removed its spool: everything in it is home
+    samples = stored(pytester.path / "results", "shell", "say-hello") + stored(pytester.path / "results", "bare", "say-hello")
+    assert [(s["provenance"]["host"], s["provenance"]["gateway"]) for s in samples] == [(socket.gethostname(), "gw0")] * 2
+    assert "stays on its machine" not in result.stdout.str()
