@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,20 +215,22 @@ class Receiver:
     def spool_settled(self, spool: Path) -> bool:
         """Whether every sample in a spool on this machine, and every transcript it keeps, is in the
         store now (then it can go)."""
-        return not unstored(spool, self.model_kind, set(self.received), self.kept)
+        def keeps(sample: Mapping[str, Any]) -> bool:
+            return transcript.transcript_status(self.store.root, sample) == transcript.KEPT
+
+        return not unstored(spool, self.model_kind, set(self.received), keeps)
 
 
-def unstored(spool: Path, model_kind: str, stored: set[str], kept: set[str]) -> list[str]:
+def unstored(spool: Path, model_kind: str, stored: set[str], store_keeps: Callable[[Mapping[str, Any]], bool]) -> list[str]:
     """The ids of a spool's samples the controller's store lacks (`stored`: the ids it took this
-    sitting), or whose transcript the spool keeps and the store does not (`kept`: the ids whose
-    transcript the store keeps)."""
+    sitting), or whose transcript the spool keeps and the store does not (`store_keeps`)."""
     spooled = Store(spool)
     missing = []
     for cell in spooled.cells([model_kind]):
         for sample, _ in spooled.iter_raw(cell, []):
-            sample_id = str(sample.get("id"))
-            if sample_id not in stored or (transcript.transcript_status(spool, sample) == transcript.KEPT and sample_id not in kept):
-                missing.append(sample_id)
+            kept_here = transcript.transcript_status(spool, sample) == transcript.KEPT
+            if str(sample.get("id")) not in stored or (kept_here and not store_keeps(sample)):
+                missing.append(str(sample.get("id")))
     return missing
 
 
@@ -246,7 +248,8 @@ def settle_spool(spool: str, model_kind: str, stored: Iterable[str], kept: Itera
     path = Path(spool)
     if not path.is_dir():
         return None
-    missing = unstored(path, model_kind, set(stored), set(kept))
+    kept_home = set(kept)
+    missing = unstored(path, model_kind, set(stored), lambda sample: str(sample.get("id")) in kept_home)
     if missing:
         return f"{len(missing)} of its samples are not in the controller's store"
     remove_settled_spool(path)
