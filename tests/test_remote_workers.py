@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from benches import write_bench
-from test_remote_gateways import clone, stored, trials_torn_down
+from test_remote_gateways import clone, ssh_login, stored, trials_torn_down  # noqa: F401 - ssh_login: the sshd fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -159,3 +161,59 @@ def test_a_far_spool_goes_once_its_samples_are_stored_and_each_sample_says_where
     samples = stored(pytester.path / "results", "shell", "say-hello") + stored(pytester.path / "results", "bare", "say-hello")
     assert [(s["provenance"]["host"], s["provenance"]["gateway"]) for s in samples] == [(socket.gethostname(), "gw0")] * 2
     assert "stays on its machine" not in result.stdout.str()
+
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPE = re.compile(r"<!-- readme-test: no-run: the far machine's recipe[^>]*-->\n```\n(.*?)```", re.S)
+# What a far Python is given before the recipe runs, so that the test need not unpack the SDK's
+# 385 MB again: every package of this one but the plugin's own and those its install must bring.
+BROUGHT_BY_THE_RECIPE = ("pytest", "_pytest", "py.", "pluggy", "xdist", "execnet", "filelock", "bashlex", "tomli_w", "pyseccomp")
+
+
+def test_the_far_machines_recipe_as_written_runs_a_sitting_over_ssh(
+    pytester: pytest.Pytester, tmp_path: Path, ssh_login: tuple[str, Path]
+) -> None:
+    user, config = ssh_login
+    machines = (REPO / "docs" / "machines.md").read_text()
+    far = tmp_path / "home" / "project"
+    swap = {"https://github.com/me/project": str(pytester.path), "/home/me/project": str(far)}
+
+    def as_here(line: str) -> str:
+        for written, here in swap.items():
+            line = line.replace(written, here)
+        return line
+
+    def over_ssh(command: str) -> str:
+        done = subprocess.run(["ssh", "-F", str(config), f"{user}@127.0.0.1", command], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"`{command}` failed on the far side:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        return done.stdout
+    # The controller's project: this repository (its committed state) with the test's bench, committed.
+    git(tmp_path, "clone", "-q", str(REPO), str(pytester.path))
+    write_bench(pytester)
+    git(pytester.path, "add", "bench.toml", "conftest.py")
+    git(pytester.path, "commit", "-qm", "the test's bench")
+    far_version = over_ssh("python3 -c 'import sys; print(*sys.version_info[:2])'").split()
+    if far_version != [str(sys.version_info[0]), str(sys.version_info[1])]:
+        pytest.skip(f"the far python3 is {'.'.join(far_version)}, this one {sys.version_info[0]}.{sys.version_info[1]}")
+    clone_line, install_line = [as_here(line) for line in RECIPE.search(machines).group(1).splitlines() if line.strip()]
+    over_ssh(clone_line)
+    seen = far / "seen"
+    seen.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.lower().startswith(("__editable__", *BROUGHT_BY_THE_RECIPE)):
+            (seen / entry.name).symlink_to(entry)
+    site = far / ".venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "seen.pth").write_text(f"{seen}\n")  # `python3 -m venv` keeps what the folder holds
+    over_ssh(install_line)
+    assert over_ssh(f"{far}/.venv/bin/python -c 'import execnet, xdist, pytest_benchcell; print(pytest_benchcell.__file__)'").strip() == (
+        f"{far}/pytest_benchcell/__init__.py"
+    )  # fmt: skip
+    command = next(line for line in machines.splitlines() if line.startswith("pytest ") and "ssh=me@box" in line)
+    command = as_here(command).replace("ssh=me@box", f"ssh={user}@127.0.0.1//ssh_config={config}")
+    result = pytester.runpytest_subprocess(*shlex.split(command)[1:], "--bench-scripted", "--bench-trials", "1", timeout=600)
+    assert "cannot run trials" not in result.stdout.str(), result.stdout.str()[-3000:]
+    samples = [s for arm in ("shell", "bare") for task in ("say-hello", "make-file") for s in stored(pytester.path / "results", arm, task)]
+    assert len(samples) == len({s["id"] for s in samples}) == 4
+    assert {s["provenance"]["gateway"] for s in samples} <= {"gw0", "gw1", "gw2", "gw3"}
+    assert not (far / ".benchcell-spool").exists()
