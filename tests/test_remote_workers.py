@@ -197,21 +197,23 @@ def test_the_far_machines_recipe_as_written_runs_a_sitting_over_ssh(
         pytest.skip(f"the far python3 is {'.'.join(far_version)}, this one {sys.version_info[0]}.{sys.version_info[1]}")
     clone_line, install_line = [as_here(line) for line in RECIPE.search(machines).group(1).splitlines() if line.strip()]
     over_ssh(clone_line)
+    make_venv, install = install_line.split(" && ")  # run one by one, in the checkout the first line went to
+    over_ssh(f"cd {far} && {make_venv}")
     seen = far / "seen"
     seen.mkdir()
     for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
         if not entry.name.lower().startswith(("__editable__", *BROUGHT_BY_THE_RECIPE)):
             (seen / entry.name).symlink_to(entry)
-    site = far / ".venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    site.mkdir(parents=True)
-    (site / "seen.pth").write_text(f"{seen}\n")  # `python3 -m venv` keeps what the folder holds
-    over_ssh(install_line)
+    (next((far / ".venv" / "lib").glob("python3*/site-packages")) / "seen.pth").write_text(f"{seen}\n")
+    over_ssh(f"cd {far} && {install}")
     assert over_ssh(f"{far}/.venv/bin/python -c 'import execnet, xdist, pytest_benchcell; print(pytest_benchcell.__file__)'").strip() == (
         f"{far}/pytest_benchcell/__init__.py"
     )  # fmt: skip
     command = next(line for line in machines.splitlines() if line.startswith("pytest ") and "ssh=me@box" in line)
     command = as_here(command).replace("ssh=me@box", f"ssh={user}@127.0.0.1//ssh_config={config}")
-    result = pytester.runpytest_subprocess(*shlex.split(command)[1:], "--bench-scripted", "--bench-trials", "1", timeout=600)
+    # Scripted, two of the bench's tasks (the last --bench-task wins), once each.
+    result = pytester.runpytest_subprocess(*shlex.split(command)[1:], "--bench-task", "say-hello,make-file", "--bench-scripted",
+                                           "--bench-trials", "1", timeout=600)  # fmt: skip
     assert "cannot run trials" not in result.stdout.str(), result.stdout.str()[-3000:]
     samples = [s for arm in ("shell", "bare") for task in ("say-hello", "make-file") for s in stored(pytester.path / "results", arm, task)]
     assert len(samples) == len({s["id"] for s in samples}) == 4
