@@ -17,7 +17,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from benches import write_bench
+from benches import ARMS, BENCH_HEADER, TASKS, write_bench
 from test_remote_gateways import clone, ssh_login, stored, trials_torn_down  # noqa: F401 - ssh_login: the sshd fixture
 
 pytestmark = pytest.mark.e2e
@@ -189,7 +189,7 @@ def test_the_far_machines_recipe_as_written_runs_a_sitting_over_ssh(
         return done.stdout
     # The controller's project: this repository (its committed state) with the test's bench, committed.
     git(tmp_path, "clone", "-q", str(REPO), str(pytester.path))
-    write_bench(pytester)
+    write_bench(pytester, BENCH_HEADER + "".join(ARMS.values()) + TASKS["say-hello"] + TASKS["make-file"])  # quick tasks
     git(pytester.path, "add", "bench.toml", "conftest.py")
     git(pytester.path, "commit", "-qm", "the test's bench")
     far_version = over_ssh("python3 -c 'import sys; print(*sys.version_info[:2])'").split()
@@ -211,9 +211,7 @@ def test_the_far_machines_recipe_as_written_runs_a_sitting_over_ssh(
     )  # fmt: skip
     command = next(line for line in machines.splitlines() if line.startswith("pytest ") and "ssh=me@box" in line)
     command = as_here(command).replace("ssh=me@box", f"ssh={user}@127.0.0.1//ssh_config={config}")
-    # Scripted, two of the bench's tasks (the last --bench-task wins), once each.
-    result = pytester.runpytest_subprocess(*shlex.split(command)[1:], "--bench-task", "say-hello,make-file", "--bench-scripted",
-                                           "--bench-trials", "1", timeout=600)  # fmt: skip
+    result = pytester.runpytest_subprocess(*shlex.split(command)[1:], "--bench-scripted", "--bench-trials", "1", timeout=600)
     assert "cannot run trials" not in result.stdout.str(), result.stdout.str()[-3000:]
     samples = [s for arm in ("shell", "bare") for task in ("say-hello", "make-file") for s in stored(pytester.path / "results", arm, task)]
     assert len(samples) == len({s["id"] for s in samples}) == 4
