@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,6 +172,7 @@ class Receiver:
     wall_clock_ms: int
     expected: set[tuple[str, str, int]]
     received: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # sample id -> trial
+    kept: set[str] = field(default_factory=set)  # ids of received samples whose transcript the store keeps
 
     def take(self, line: bytes, transcript_payload: bytes | None = None) -> dict[str, Any]:
         """Append one sample a worker sent (its store line, byte for byte as in the worker's spool),
@@ -207,21 +208,52 @@ class Receiver:
             pass  # the sample still counts; its transcript stays in the worker's spool (merge carries it)
         self.store.append_store_line(stored)
         self.received[sample_id] = trial  # type: ignore[assignment]
+        if transcript.transcript_status(self.store.root, sample) == transcript.KEPT:
+            self.kept.add(sample_id)
         return sample
 
     def spool_settled(self, spool: Path) -> bool:
         """Whether every sample in a spool on this machine, and every transcript it keeps, is in the
         store now (then it can go)."""
-        spooled = Store(spool)
-        for cell in spooled.cells([self.model_kind]):
-            for sample, _ in spooled.iter_raw(cell, []):
-                if str(sample.get("id")) not in self.received:
-                    return False
-                if transcript.transcript_status(spool, sample) == transcript.KEPT and (
-                    transcript.transcript_status(self.store.root, sample) != transcript.KEPT
-                ):
-                    return False
-        return True
+        def keeps(sample: Mapping[str, Any]) -> bool:
+            return transcript.transcript_status(self.store.root, sample) == transcript.KEPT
+
+        return not unstored(spool, self.model_kind, set(self.received), keeps)
+
+
+def unstored(spool: Path, model_kind: str, stored: set[str], store_keeps: Callable[[Mapping[str, Any]], bool]) -> list[str]:
+    """The ids of a spool's samples the controller's store lacks (`stored`: the ids it took this
+    sitting), or whose transcript the spool keeps and the store does not (`store_keeps`)."""
+    spooled = Store(spool)
+    missing = []
+    for cell in spooled.cells([model_kind]):
+        for sample, _ in spooled.iter_raw(cell, []):
+            kept_here = transcript.transcript_status(spool, sample) == transcript.KEPT
+            if str(sample.get("id")) not in stored or (kept_here and not store_keeps(sample)):
+                missing.append(str(sample.get("id")))
+    return missing
+
+
+# Run by execnet in a worker's own Python at the end of its part of the sitting (the spool may be on
+# another machine): removes the spool once the controller has stored all it holds.
+SETTLE_SOURCE = """
+from pytest_benchcell.remote import settle_spool
+spool, model_kind, stored, kept = channel.receive()
+channel.send(settle_spool(spool, model_kind, stored, kept))
+"""
+
+
+def settle_spool(spool: str, model_kind: str, stored: Iterable[str], kept: Iterable[str]) -> str | None:
+    """Remove a spool whose samples the controller's store holds, all of them; else say what stays."""
+    path = Path(spool)
+    if not path.is_dir():
+        return None
+    kept_home = set(kept)
+    missing = unstored(path, model_kind, set(stored), lambda sample: str(sample.get("id")) in kept_home)
+    if missing:
+        return f"{len(missing)} of its samples are not in the controller's store"
+    remove_settled_spool(path)
+    return None
 
 
 def remove_settled_spool(spool: Path) -> None:

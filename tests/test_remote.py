@@ -24,6 +24,7 @@ from pytest_benchcell.remote import (
     gateway_label,
     refusal_cause,
     remove_settled_spool,
+    settle_spool,
     spool_root,
 )
 from pytest_benchcell.store import Cell, Store, StoreError, merge_stores
@@ -200,3 +201,25 @@ def test_the_readme_figure_of_the_trip_back_meets_its_target(monkeypatch: pytest
     quoted = [float(v) for v in re.findall(r"trip back ([\d.]+) to ([\d.]+) ms per sample", row)[0]]
     quoted.append(float(re.search(r"([\d.]+) ms for a 460 KB sample", row).group(1)))
     assert max(quoted) <= TARGET_TRIP_MS
+
+
+def test_a_far_spool_is_settled_by_the_ids_the_controller_confirms(tmp_path: Path) -> None:
+    spool = Spool(spool_root(tmp_path / "far", "S1", "gw0"))
+    first, second = (spooled_with_transcript(spool, trial) for trial in (1, 2))
+    both = [first["id"], second["id"]]
+    # One sample is not in the controller's store, then one transcript is not: the spool stays.
+    assert settle_spool(str(spool.root), "real", [first["id"]], both) == "1 of its samples are not in the controller's store"
+    assert settle_spool(str(spool.root), "real", both, [first["id"]]) == "1 of its samples are not in the controller's store"
+    assert spool.root.is_dir()
+    assert settle_spool(str(spool.root), "real", both, both) is None
+    assert not (tmp_path / "far" / ".benchcell-spool").exists()
+    assert settle_spool(str(spool.root), "real", [], []) is None  # already gone: nothing to do
+
+
+def test_the_receiver_knows_which_transcripts_reached_the_store(tmp_path: Path) -> None:
+    home = receiver(tmp_path, {("cli", "close-bug", 1), ("cli", "close-bug", 2)})
+    spool = Spool(spool_root(tmp_path / "checkout", "S1", "gw0"))
+    first, second = (spooled_with_transcript(spool, trial) for trial in (1, 2))
+    home.take(spool.line_of(first), spool.transcript_of(first))
+    home.take(spool.line_of(second), b"other bytes")
+    assert home.kept == {first["id"]}

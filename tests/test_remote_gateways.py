@@ -171,9 +171,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def ssh_gateway(tmp_path: Path):
-    """An sshd of this test's own on 127.0.0.1 (a free port, keys made here), and the `--tx` spec
-    parts that reach it: ssh=USER@127.0.0.1//ssh_config=...//python=..."""
+def ssh_login(tmp_path: Path):
+    """An sshd of this test's own on 127.0.0.1 (a free port, keys made here): (user, ssh_config)."""
     if SSHD is None or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
         pytest.skip("no ssh server here (apt-get install openssh-server); the popen gateway tests cover the rest")
     import getpass
@@ -196,10 +195,6 @@ def ssh_gateway(tmp_path: Path):
         f"Host 127.0.0.1\n  Port {port}\n  IdentityFile {keys / 'user_key'}\n  IdentitiesOnly yes\n  BatchMode yes\n"
         f"  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
     )
-    # The far side's python: the same interpreter, with this checkout of the plugin on its path.
-    python = keys / "python"
-    python.write_text(f"#!/bin/sh\nexport PYTHONPATH={os.environ.get('PYTHONPATH', '')}\nexec {sys.executable} \"$@\"\n")
-    python.chmod(0o755)
     user = getpass.getuser()
     try:
         deadline = time.monotonic() + 20
@@ -211,10 +206,21 @@ def ssh_gateway(tmp_path: Path):
                 server.kill()
                 pytest.skip(f"the test's sshd did not accept a login: {probe.stderr.decode()[-300:]}")
             time.sleep(0.2)
-        yield f"ssh={user}@127.0.0.1//ssh_config={keys / 'ssh_config'}//python={python}"
+        yield user, keys / "ssh_config"
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def ssh_gateway(ssh_login: tuple[str, Path], tmp_path: Path) -> str:
+    """The `--tx` spec parts that reach the test's sshd: ssh=USER@127.0.0.1//ssh_config=...//python=..."""
+    user, config = ssh_login
+    # The far side's python: the same interpreter, with this checkout of the plugin on its path.
+    python = tmp_path / "ssh" / "python"
+    python.write_text(f"#!/bin/sh\nexport PYTHONPATH={os.environ.get('PYTHONPATH', '')}\nexec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    return f"ssh={user}@127.0.0.1//ssh_config={config}//python={python}"
 
 
 def test_ssh_gateways_in_a_clone_bring_every_sample_home_once(

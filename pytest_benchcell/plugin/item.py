@@ -107,6 +107,7 @@ class TrialItem(pytest.Item):
             wall_clock_ms=state.wall_clock_ms,
             store=state.store,
             probe=state.probe["verdict"] if state.probe else None,
+            gateway=getattr(self.config, "workerinput", {}).get("workerid"),
         )
         try:
             sample = run_trial(spec, self.ihook, on_recorded=self._recorded)

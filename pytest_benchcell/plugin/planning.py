@@ -289,10 +289,17 @@ def _has_credentials() -> bool:
 
 def _load_worker_bench(config: pytest.Config, plan: dict[str, Any]) -> Bench:
     """The bench in this worker's own checkout, where the controller's is relative to its rootdir."""
+    import sys
+
     from ..config import BenchConfigError, load_bench
+    from ..gateway_check import identity, identity_mismatch
     from ..remote import worker_bench_path
 
     path = worker_bench_path(config.rootpath, plan["bench"])
+    mine = identity(path.parent if path.parent.is_dir() else config.rootpath)
+    mismatch = identity_mismatch(mine, plan.get("identity") or {}, python=sys.executable, checkout=config.rootpath)
+    if mismatch:
+        raise pytest.UsageError(mismatch)
     if not path.is_file():
         raise pytest.UsageError(
             f"no bench file at {path} (the controller's bench is {plan['bench']} from its rootdir; this worker's "

@@ -23,8 +23,11 @@ class _XdistBridge:
         self.receiver: Any = None
         self.worker_plan: dict[str, Any] = {}  # what every worker gets (made with the receiver)
         self.spools: dict[str, tuple[str, str]] = {}  # gateway id -> (its spec, its spool path)
+        self.settled: set[str] = set()  # gateway ids whose spool its worker's Python removed
+        self.unsettled: dict[str, str] = {}  # gateway id -> why its spool stays
 
     def pytest_configure_node(self, node: Any) -> None:
+        from ..gateway_check import identity
         from ..remote import Receiver, bench_reference, cell_definitions, stop_file
 
         state = self.state
@@ -45,8 +48,27 @@ class _XdistBridge:
                 "store": str(state.store.root.resolve()),
                 "stop_file": str(stop_file(state.bench.root, state.sitting_id).resolve()),
                 "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
+                "identity": identity(state.bench.root),  # a worker runs nothing on another plugin or commit
             }
+        self._refuse_a_python_without_the_plugin(node)
         node.workerinput[WORKER_PLAN_KEY] = self.worker_plan
+
+    def _refuse_a_python_without_the_plugin(self, node: Any) -> None:
+        """Ask a far Python (another interpreter or checkout) what it has before xdist starts its worker
+        there: without the plugin, the worker could only fail on whatever import comes first."""
+        from ..gateway_check import PROBE_SOURCE, probe_problem
+        from ..remote import gateway_label
+
+        spec = node.gateway.spec
+        if spec.popen and not spec.python and not spec.chdir:
+            return  # this very Python, in this checkout
+        found = node.gateway.remote_exec(PROBE_SOURCE).receive(timeout=120)
+        problem = probe_problem(found, self.worker_plan["identity"], checkout=found.get("cwd"))
+        if problem:
+            pytest.exit(
+                f"benchcell: gateway {gateway_label(node.gateway.id, str(spec))} cannot run trials: {problem}; the "
+                f"sitting stops (no trial ran there)", returncode=pytest.ExitCode.USAGE_ERROR,
+            )  # fmt: skip
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -88,6 +110,27 @@ class _XdistBridge:
         for line, payload in output.get(UNSENT_OUTPUT, ()):  # trials an interrupt ended: no report carried them
             if self.receiver is not None:
                 self.receiver.take(line, payload)
+        if node.gateway.id in self.spools and self.receiver is not None:
+            self._settle_through_the_gateway(node)
+
+    def _settle_through_the_gateway(self, node: Any) -> None:
+        """Every report of this worker has been taken: its own Python (on its machine) removes its spool
+        if the store holds everything in it; else the spool stays, and the summary names it."""
+        from ..remote import SETTLE_SOURCE
+
+        spec, spool = self.spools[node.gateway.id]
+        receiver = self.receiver
+        try:
+            node.channel.waitclose(timeout=30)  # the worker's own code has returned: its Python is free
+            channel = node.gateway.remote_exec(SETTLE_SOURCE)
+            channel.send([spool, receiver.model_kind, sorted(receiver.received), sorted(receiver.kept)])
+            left = channel.receive(timeout=120)
+        except Exception as exc:  # noqa: BLE001 - a gateway that went away: the summary names its spool
+            left = f"its worker's Python did not answer ({type(exc).__name__}: {exc})"
+        if left is None:
+            self.settled.add(node.gateway.id)
+        else:
+            self.unsettled[node.gateway.id] = left
 
     def tell_workers_to_stop(self, reason: str) -> None:
         """Workers on this machine see the stop file before their next trial (remote.stop_file); a
@@ -112,6 +155,8 @@ class _XdistBridge:
             return
         notes = self.state.extra.setdefault("notes", [])
         for gateway_id, (spec, path) in sorted(self.spools.items()):
+            if gateway_id in self.settled:
+                continue
             gateway = gateway_label(gateway_id, spec)
             spool = Path(path)
             if spool.is_dir() and self.receiver.spool_settled(spool):
@@ -120,7 +165,11 @@ class _XdistBridge:
                 merge = f"benchcell merge {spool} --into {self.state.store.root}"
                 notes.append(f"the spool of {gateway} holds samples this store lacks: {merge}")
             else:
-                notes.append(f"the spool of {gateway} stays on its machine: {spool}")
+                why = self.unsettled.get(gateway_id, "it was not reached")
+                notes.append(
+                    f"the spool of {gateway} stays on its machine ({why}): {spool}; copy it here and run "
+                    f"benchcell merge COPY --into {self.state.store.root}"
+                )
 
 
 class _XdistWorker:

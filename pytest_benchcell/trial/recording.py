@@ -3,6 +3,7 @@ append to the store, with a small `error` sample that keeps the spend when the f
 
 from __future__ import annotations
 
+import socket
 import sys
 from typing import Any
 
@@ -91,6 +92,8 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "plugin": __version__,
             **versions,
             "python": f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
+            "host": socket.gethostname(),  # where it ran: the machine, and the xdist worker (None: no worker)
+            "gateway": spec.gateway,
             "fingerprint": definition.conditions,  # what older readers pool by
             "conditions": definition.conditions,
             "scoring": definition.scoring,

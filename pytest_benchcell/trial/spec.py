@@ -26,6 +26,7 @@ class TrialSpec:
     wall_clock_ms: int
     store: Store
     probe: Mapping[str, Any] | None = None  # the session's capability-probe verdict, if any
+    gateway: str | None = None  # the xdist worker that runs it (gw0, ...), None in the controller's process
 
 
 class HarnessError(Exception):
