@@ -5,9 +5,10 @@
 Plays the same two-request conversation, ToolUse("Bash", {"command": "echo hi"}) then
 Answer("done"), against pytest_benchcell.scripted.ScriptedModel on 127.0.0.1, two ways:
 
-- bare:   claude_agent_sdk.ClaudeSDKClient with the environment of tests/test_scripted.py's e2e
-          tests (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1,
-          per-run CLAUDE_CONFIG_DIR and HOME), setting_sources=[], tools=allowed_tools=["Bash"];
+- bare:   claude_agent_sdk.ClaudeSDKClient with the environment the e2e tests give the CLI
+          (pytest_benchcell.cli_environment.offline_cli_environment: the scripted model's URL and
+          key, extra traffic off, per-run CLAUDE_CONFIG_DIR and HOME), setting_sources=[],
+          tools=allowed_tools=["Bash"];
           timed from connect() to the ResultMessage plus disconnect().
 - plugin: pytest_benchcell.trial.run_trial(TrialSpec(...), hooks) with a bench loaded by
           load_bench from a temporary bench.toml (one arm tools=["Bash"], one read task with
@@ -43,6 +44,7 @@ import harness
 
 from pytest_benchcell import Environment
 from pytest_benchcell.agent import run_agent
+from pytest_benchcell.cli_environment import offline_cli_environment
 from pytest_benchcell.config import load_bench
 from pytest_benchcell.scripted import Answer, ScriptedModel, ToolUse
 from pytest_benchcell.store import Store
@@ -80,23 +82,9 @@ def steps() -> list[Any]:
 async def _bare(folder: Path, *, guard_hook: bool = False, launcher: bool = False) -> tuple[float, str]:
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, ResultMessage
 
-    for name in ("cwd", "cfg", "home"):
-        (folder / name).mkdir(parents=True, exist_ok=True)
+    (folder / "cwd").mkdir(parents=True, exist_ok=True)
     with ScriptedModel(steps(), model_name=MODEL) as model:
-        env = {
-            "ANTHROPIC_BASE_URL": model.base_url,
-            "ANTHROPIC_API_KEY": "scripted",
-            "ANTHROPIC_AUTH_TOKEN": "",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CONFIG_DIR": str(folder / "cfg"),
-            "HOME": str(folder / "home"),
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-        }
+        env = offline_cli_environment(model.base_url, folder)
         extra: dict[str, Any] = {}
         if guard_hook:
 

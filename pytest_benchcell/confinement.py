@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import isolation
+from .cli_environment import isolated_cli_variables
 from .config import Arm, Bench, BenchConfigError, fill_placeholders
 from .environment import Environment, TrialInfo
 from .isolation import exec_audit, sandbox
@@ -282,9 +283,6 @@ def _plan(
 
 def _agent_environment(arm: Arm, values: Mapping[str, str], folder: Path, where: str) -> dict[str, str]:
     """The variables the CLI and the agent's tools get on top of the few inherited ones kept."""
-    (folder / "claude-config").mkdir(exist_ok=True)
-    (folder / "home").mkdir(exist_ok=True)
-    no_proxy = ",".join(part for part in (os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost") if part)
     try:
         exempt = tuple(name for name in arm.guard_exempt if name != GUARD_OFF)
         harmless = isolation.HARMLESS_UTILITIES if "Bash" in arm.tools else ()
@@ -292,16 +290,7 @@ def _agent_environment(arm: Arm, values: Mapping[str, str], folder: Path, where:
     except HygieneError as exc:
         raise ConfinementError(f"{where}: {exc}") from exc
     env = {
-        # An isolated config dir per trial: no user settings, skills, CLAUDE.md or MCP servers leak
-        # into an arm, and nothing is written into the user's ~/.claude.
-        "CLAUDE_CONFIG_DIR": str(folder / "claude-config"),
-        "HOME": str(folder / "home"),
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "NO_PROXY": no_proxy,
-        "no_proxy": no_proxy,
+        **isolated_cli_variables(folder),
         "PATH": str(bin_dir),
         "SHELL": "/bin/bash",
     }

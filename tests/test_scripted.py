@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from pytest_benchcell.cli_environment import offline_cli_environment
 from pytest_benchcell.scripted import (
     Answer,
     ApiError,
@@ -624,22 +625,8 @@ def run_agent(model: ScriptedModel, tmp_path: Path, prompt: str, **overrides: An
     import anyio
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ProcessError
 
-    for name in ("cwd", "cfg", "home"):
-        (tmp_path / name).mkdir(exist_ok=True)
-    env = {
-        "ANTHROPIC_BASE_URL": model.base_url,
-        "ANTHROPIC_API_KEY": "scripted",
-        "ANTHROPIC_AUTH_TOKEN": "",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "cfg"),
-        "HOME": str(tmp_path / "home"),
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    }
+    (tmp_path / "cwd").mkdir(exist_ok=True)
+    env = offline_cli_environment(model.base_url, tmp_path)
     options = {
         "model": "claude-sonnet-4-5",
         "cwd": str(tmp_path / "cwd"),

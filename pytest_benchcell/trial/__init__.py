@@ -25,7 +25,8 @@ from .provisioning import READY_POLL_S, provisioned, trial_folders, trial_values
 from .rules import arm_rules, decide_with
 from .spec import AgentRunner, HarnessError, RecordedCallback, StoreUnavailable, TaskUnusable, TrialSpec
 from .verdict import STATE_LIMIT, apply_verdict, bounded_state, check_changes, differences_for, not_against_the_arm
-from .walk import SCRIPTED_API_KEY, run_trial
+from ..cli_environment import SCRIPTED_API_KEY
+from .walk import run_trial
 
 __all__ = [
     "AgentRunner",

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import isolation, transcript
 from ..agent import AgentRequest, bundled_cli, run_agent
+from ..cli_environment import scripted_model_variables
 from ..config import BenchConfigError, fill_placeholders
 from ..confinement import Confinement, ConfinementError, confine, sandbox_limit_note, write_roots
 from ..environment import Environment, TrialInfo
@@ -21,7 +22,6 @@ from .rules import _in_band_guard, arm_rules
 from .spec import AgentRunner, HarnessError, RecordedCallback, TaskUnusable, TrialSpec, _call_hook, _mark
 from .verdict import _score, check_changes, not_against_the_arm
 
-SCRIPTED_API_KEY = "scripted-model-key"
 
 
 def run_trial(
@@ -129,13 +129,7 @@ def _run_and_score(
 
             steps = _call_hook(hooks.pytest_benchcell_script, trial=info, environment=environment) or []
             scripted_model = ScriptedModel(list(steps), model_name=bench.model).start()
-            env.update(
-                ANTHROPIC_BASE_URL=scripted_model.base_url,
-                ANTHROPIC_API_KEY=SCRIPTED_API_KEY,
-                ANTHROPIC_AUTH_TOKEN="",
-                CLAUDE_CODE_OAUTH_TOKEN="",
-                CLAUDE_CODE_MAX_RETRIES="1",
-            )
+            env.update(scripted_model_variables(scripted_model.base_url, max_retries=1))
         roots = write_roots(info)
         rules = arm_rules(arm, values=values, write_roots=roots)
         request = AgentRequest(
