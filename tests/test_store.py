@@ -178,7 +178,7 @@ def test_count_current_uses_the_index_and_the_samples_written_after_it(tmp_path:
     store = Store(tmp_path)
     store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
     store.append({**make_sample(2, status="invalid"), "provenance": {"fingerprint": "fp"}})
-    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b3\tid-cli-count-open-1\t0\t")
+    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b4\tid-cli-count-open-1\t0\t")
     # a sample that reached the samples file but not the index (a crash between the two writes)
     with store.samples_path(CELL).open("ab") as handle:
         handle.write((json.dumps({**make_sample(3), "provenance": {"fingerprint": "fp"}}) + "\n").encode())
@@ -233,3 +233,37 @@ def test_summaries_report_a_torn_fragment_the_index_skips_and_read_unindexed_tai
     summaries = list(store.iter_summaries(problems))
     assert [s["id"] for s in summaries] == ["id-cli-count-open-1", "id-cli-count-open-2", "id-cli-count-open-3"]
     assert len(problems) == 1 and problems[0].line == 2 and "unreadable line" in problems[0].message
+
+
+def _where_ran(store: Store) -> list[tuple[str | None, str | None]]:
+    return [(s["provenance"]["host"], s["provenance"]["gateway"]) for s in store.iter_summaries([], cells=[CELL])]
+
+
+def test_summaries_say_where_each_sample_ran_and_none_for_older_samples(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.append({**make_sample(1), "provenance": {"fingerprint": "fp", "host": "box-a", "gateway": "gw1"}})
+    store.append({**make_sample(2), "provenance": {"fingerprint": "fp", "host": "box-b", "gateway": None}})
+    store.append({**make_sample(3), "provenance": {"fingerprint": "fp"}})  # stored before hosts were recorded
+    assert _where_ran(store) == [("box-a", "gw1"), ("box-b", None), (None, None)]
+
+
+def test_an_index_of_an_older_row_format_is_parsed_around_then_rebuilt_at_the_next_append(tmp_path: Path) -> None:
+    from pytest_benchcell.store.index import IndexReader
+
+    store = Store(tmp_path)
+    for trial in (1, 2):
+        store.append({**make_sample(trial), "provenance": {"fingerprint": "fp", "host": "box-a", "gateway": "gw0"}})
+    index = store.index_path(CELL)
+    # The rows an earlier plugin wrote: tag b3, without host and gateway (the samples do record them).
+    older = ["\t".join(["b3", *row.split("\t")[1:20], *row.split("\t")[22:]]) for row in index.read_text().splitlines()]
+    index.write_text("\n".join(older) + "\n")
+    reader = IndexReader(store.samples_path(CELL), index, [], {})
+    assert len(reader.rows()) == 2 and reader.parsed == 2  # no row of another format is used
+    assert _where_ran(store) == [("box-a", "gw0")] * 2
+
+    store.append({**make_sample(3), "provenance": {"fingerprint": "fp", "host": "box-b", "gateway": None}})
+    assert [row.split("\t")[0] for row in index.read_text().splitlines()] == ["b4"] * 3
+    reader = IndexReader(store.samples_path(CELL), index, [], {})
+    assert len(reader.rows()) == 3 and reader.parsed == 0 and reader.trusted
+    assert _where_ran(store) == [("box-a", "gw0"), ("box-a", "gw0"), ("box-b", None)]
+    assert not list(index.parent.glob("*.tmp-*"))

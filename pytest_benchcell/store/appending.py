@@ -11,7 +11,7 @@ from typing import Any
 
 import tomli_w
 
-from .index import index_rows_for, whole_index
+from .index import index_rows_for, older_format, whole_index
 from .layout import Cell, Layout, StoreError
 
 
@@ -78,10 +78,15 @@ def append_index(store: Layout, cell: Cell, start: int, lines: Sequence[tuple[Ma
     """Index rows for lines appended at `start` (under the lock). The index is a cache: written
     without fsync, and a failure to write it loses nothing (reading parses what it lacks). A cell
     without an index (a store written by an earlier plugin, or an index removed by hand) gets one
-    for all its samples first, once."""
+    for all its samples first, once; so does one written in an older row format (replaced whole, so a
+    reader sees the old index or the new one, never half of each)."""
     samples, index = store.samples_path(cell), store.index_path(cell)
     try:
-        if start and not index.exists():
+        if start and older_format(index):
+            rebuilt = index.with_suffix(f".tmp-{os.getpid()}")
+            rebuilt.write_bytes(whole_index(samples, start))
+            os.replace(rebuilt, index)
+        elif start and not index.exists():
             append_bytes(index, whole_index(samples, start), sync=False)
         append_bytes(index, index_rows_for(samples, index, start, lines), sync=False)
     except OSError:

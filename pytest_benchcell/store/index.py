@@ -38,15 +38,19 @@ from .lines import decode, tail
 # (correct, about twice as slow) until it is removed: the next append then writes a complete one.
 # Whatever no valid row covers is parsed from the samples file itself, and rows and parsed samples
 # are encoded the same way (_row_of), so an answer never depends on the index.
-_ROW_TAG = "b3"
+# The tag names the row format: rows of another tag are not rows (their samples are parsed), and an
+# index written in an older format is rebuilt whole at the cell's next append (appending.append_index).
+_ROW_TAG = "b4"
 _ROW_FIELDS = (
     "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "rescore_of",
     "tokens", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "trial", "sitting",
+    "host", "gateway",
 )  # fmt: skip
 (F_TAG, F_ID, F_START, F_END, F_CRC, F_STATUS, F_CONDITIONS, F_SCORING, F_OUTCOME, F_RESCORE_OF,
  F_REST) = range(11)  # fmt: skip
 # A row is kept split only as far as counting needs (F_REST holds the rest, split for reports).
-(R_TOKENS, R_TURNS, R_DURATION, R_COST, R_MODEL, R_TIER, R_BONUS, R_STARTED, R_TRIAL, R_SITTING) = range(10)
+(R_TOKENS, R_TURNS, R_DURATION, R_COST, R_MODEL, R_TIER, R_BONUS, R_STARTED, R_TRIAL, R_SITTING, R_HOST,
+ R_GATEWAY) = range(12)  # fmt: skip
 _ROW_LENGTH = len(_ROW_FIELDS) + 4  # plus chain, prior, seen, own
 _TABS_IN_REST = _ROW_LENGTH - 1 - F_REST  # tabs in the unsplit rest of a complete index line
 INDEX_TAIL_BYTES = 16 * 1024
@@ -79,6 +83,24 @@ def agent_ms(sample: Mapping[str, Any]) -> Any:
     return duration
 
 
+def _where(sample: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(host, gateway) from the sample's provenance: where it ran; None for what it does not record."""
+    provenance = sample.get("provenance")
+    if not isinstance(provenance, dict):
+        return None, None
+    return provenance.get("host"), provenance.get("gateway")
+
+
+def older_format(index: Path) -> bool:
+    """Whether the index's first row is of an earlier row format (b1, b2...): one to rebuild whole."""
+    try:
+        with index.open("rb") as handle:
+            tag = handle.read(8).split(b"\t", 1)[0]
+    except OSError:
+        return False
+    return tag[:1] == b"b" and tag[1:].isdigit() and tag.decode() != _ROW_TAG
+
+
 def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
     """One index row (without its own checksum): what counting and reports need of a sample."""
     fields = (
@@ -86,7 +108,7 @@ def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
         scoring_of(sample), sample.get("outcome"), sample.get("rescore_of"), _tokens_text(sample), sample.get("turns"),
         agent_ms(sample), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
         "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
-        sample.get("trial"), sample.get("sitting"),
+        sample.get("trial"), sample.get("sitting"), *_where(sample),
     )  # fmt: skip
     return "\t".join(_clean(value) for value in fields)
 
@@ -203,6 +225,8 @@ def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -
             "fingerprint": pool_key if pool_key is not None else fields[F_CONDITIONS],
             "conditions": fields[F_CONDITIONS],
             "scoring": fields[F_SCORING],
+            "host": rest[R_HOST] or None,
+            "gateway": rest[R_GATEWAY] or None,
         },
     }
     if fields[F_RESCORE_OF]:
