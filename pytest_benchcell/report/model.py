@@ -15,7 +15,7 @@ from typing import Any
 from .. import statistics as stats
 from ..sample import MODEL_KINDS, TOKEN_COMPONENTS, Definition
 
-REPORT_SCHEMA_VERSION = 4
+REPORT_SCHEMA_VERSION = 5
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
 DEFAULT_WEIGHTS: dict[str, float] = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
 FINGERPRINT_POLICIES = ("newest", "group")
@@ -399,6 +399,22 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class HostRow:
+    """One arm's trials on one machine: provenance.host, "unknown" for samples stored before hosts were
+    recorded. Over the samples every figure uses (each cell's reported group), bonus tasks included."""
+
+    host: str
+    arm: str
+    gateways: list[str]  # the xdist workers among them (gw0, ...); trials run in the controller's process have none
+    samples: int
+    scored: int
+    passed: int
+    success_rate: float | None
+    cost_equivalent_median: float | None  # scored trials with known usage
+    duration_s_median: float | None  # scored trials
+
+
+@dataclass(frozen=True)
 class StoreInfo:
     cells_read: int
     samples_read: int
@@ -451,6 +467,8 @@ class Report:
     bonus: Bonus
     provenance: Provenance
     cost_per_success: CostPerSuccessTable
+    # Where trials ran, per host and arm; empty unless the samples used ran on more than one host.
+    hosts: list[HostRow] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(dataclasses.asdict(self))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from dataclasses import dataclass, field
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,7 +51,7 @@ _NUMBERS = (int, float)  # matched with type(), not isinstance(): True is an int
 _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 
 # What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
-_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS = range(10)
+_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS, _HOST, _GATEWAY = range(12)
 _Row = tuple[Any, ...]
 Trial = tuple[str, bool, "float | None"]  # started_at, passed, cost-equivalent tokens (None: usage unknown)
 # A trial that did not pass, as read: started_at, trial number, sample id, verdict, where its lines lie.
@@ -86,7 +87,36 @@ def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
     provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = _take_fields(sample)
     total = usage["total"]
     tokens = None if total is None else _take_tokens(total)  # None: unknown, left out of token figures
-    return provenance["fingerprint"], (seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus)
+    host, gateway = provenance.get("host") or UNKNOWN_HOST, provenance.get("gateway") or ""
+    return provenance["fingerprint"], (
+        seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus, host, gateway
+    )
+
+
+# Samples stored before hosts were recorded (provenance.host absent) are grouped under this name.
+UNKNOWN_HOST = "unknown"
+
+
+@dataclass
+class PlaceTally:
+    """The trials of one cell's group that ran on one host through one xdist gateway ("": none)."""
+
+    samples: int = 0
+    scored: int = 0
+    passes: int = 0
+    cost_equivalent: list[float] = field(default_factory=list)  # scored trials with known usage
+    duration_s: list[float] = field(default_factory=list)  # scored trials
+
+    def add(self, row: _Row, cost: float | None) -> None:
+        self.samples += 1
+        if row[_STATUS] != STATUS_SCORED:
+            return
+        self.scored += 1
+        self.passes += row[_OUTCOME] == OUTCOME_PASS
+        if cost is not None:
+            self.cost_equivalent.append(cost)
+        if type(row[_DURATION]) in _NUMBERS:
+            self.duration_s.append(row[_DURATION] / 1000.0)
 
 
 class _Group:
@@ -128,6 +158,11 @@ class _Group:
             ((str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost) for row, cost in zip(scored, costs)),
             key=lambda trial: trial[:2],
         )
+        self.places: dict[tuple[str, str], PlaceTally] = {}
+        scored_costs = iter(costs)
+        for row in rows:
+            place = self.places.setdefault((row[_HOST], row[_GATEWAY]), PlaceTally())
+            place.add(row, next(scored_costs) if row[_STATUS] == STATUS_SCORED else None)
         self.components: list[tuple[int, ...]] = list(zip(*tokens)) if tokens else [(), (), (), ()]
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]

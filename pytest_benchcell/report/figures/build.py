@@ -25,6 +25,7 @@ from .comparisons import _comparisons
 from .context import _Context, _headline_tasks
 from .cost import _cost_per_success
 from .headline import _arm_coverage, _headline, _outcomes, _pass_hat_k, _tiers
+from .hosts import Place, where_trials_ran
 from .notices import _notices, _provenance
 
 
@@ -45,6 +46,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     summaries: dict[tuple[str, str], CellSummary] = {}
     trials: dict[tuple[str, str], list[Trial]] = {}
     samples_read = usage_unknown = 0
+    places: list[Place] = []
     for cell in selected:
         groups = read_cell(store, cell, weights, problems, settings.definitions)
         samples_read += sum(group.samples for group in groups.values())
@@ -55,6 +57,8 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, used, settings.floor, z)
         usage_unknown += used.usage_unknown if used is not None else 0
         trials[(cell.arm, cell.task)] = used.trials if used is not None else []
+        if used is not None:
+            places += [(cell.arm, host, gateway, tally) for (host, gateway), tally in used.places.items()]
 
     catalogue = _catalogue(settings, summaries)
     for arm in arms:
@@ -107,6 +111,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         bonus=Bonus(bonus_tasks, [summaries[(arm, task)] for task in bonus_tasks for arm in arms]),
         provenance=provenance,
         cost_per_success=_cost_per_success(context, headline_tasks),
+        hosts=where_trials_ran(places, arms),
     )
     return dataclasses.replace(report, notices=_notices(report, context))
 

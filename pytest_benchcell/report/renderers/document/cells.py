@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ....store import STALE_PREFIX
 from ...model import CellSummary, Report, plural
-from .blocks import DASH, Block, Bullets, Heading, Table, Text, _mean_median, _rate_text, _seconds, _tokens, _turns
+from .blocks import (
+    DASH, Block, Bullets, Heading, Table, Text, _mean_median, _percent, _rate_text, _seconds, _tokens, _turns,
+)  # fmt: skip
 
 
 def _cell_detail_blocks(report: Report) -> list[Block]:
@@ -95,3 +97,24 @@ def _provenance_blocks(report: Report, *, detail: bool) -> list[Block]:
     else:
         blocks.append(Text("No cell has samples of more than one fingerprint."))
     return blocks
+
+
+def _host_blocks(report: Report) -> list[Block]:
+    """Where trials ran, per machine and arm: only when the samples used ran on more than one host."""
+    if not report.hosts:
+        return []
+    rows = [
+        [row.host, row.arm, ", ".join(row.gateways) or DASH, str(row.samples), str(row.scored),
+         f"{row.passed}/{row.scored} {_percent(row.success_rate)}" if row.scored else DASH,
+         _tokens(row.cost_equivalent_median), _seconds(row.duration_s_median)]
+        for row in report.hosts
+    ]  # fmt: skip
+    return [
+        Heading("Where trials ran"),
+        Text(
+            "The samples every figure uses, by the machine that ran them (provenance.host; unknown: stored before "
+            "hosts were recorded) and arm, with the xdist workers among them; medians over scored trials. A machine "
+            "whose pass rate, tokens or times stand apart is worth a look before its trials are trusted."
+        ),
+        Table(["host", "arm", "gateways", "samples", "scored", "pass", "cost-eq median", "duration median"], rows, left=3),
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...model import Report
 from .blocks import Block, Bullets, Heading, Table, Text, _printable
-from .cells import _bonus_blocks, _cell_detail_blocks, _provenance_blocks
+from .cells import _bonus_blocks, _cell_detail_blocks, _host_blocks, _provenance_blocks
 from .comparisons import _comparison_blocks
 from .failures import _failure_blocks
 from .summary import (
@@ -41,6 +41,7 @@ def document(report: Report, *, detail: bool) -> list[Block]:
         ]
     blocks += _bonus_blocks(report)
     blocks += _failure_blocks(report, detail=detail)
+    blocks += _host_blocks(report)
     blocks += _provenance_blocks(report, detail=detail)
     if report.store.problems:
         blocks += [
