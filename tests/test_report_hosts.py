@@ -13,7 +13,7 @@ from sample_factory import cell_samples, make_sample, of_bench, write_samples
 
 from pytest_benchcell.cli import main
 from pytest_benchcell.report import ReportSettings, build_report, render_markdown, render_terminal
-from pytest_benchcell.report.figures.hosts import where_trials_ran
+from pytest_benchcell.report.figures import where_trials_ran
 from pytest_benchcell.report.reading import PlaceTally
 
 pytest.importorskip("matplotlib.pyplot")  # before any in-process pytester run (numpy imports once)

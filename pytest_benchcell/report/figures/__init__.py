@@ -43,6 +43,7 @@ One module a responsibility, every public name re-exported here:
 * ``headline``: the per-arm figures over a set of tasks and the tables made of them (headline, per
   component, per tier, coverage, outcomes, pass^k);
 * ``cost``: cost per verified success;
+* ``hosts``: where trials ran, per host and arm (only when the samples used ran on more than one host);
 * ``comparisons``: the pairwise comparisons, the paired trials in time order, each verdict's sentence;
 * ``notices``: provenance and the notices.
 """
@@ -51,6 +52,7 @@ from .build import build_report
 from .comparisons import BETTING_METHOD, SIGN_METHOD, paired_in_time_order
 from .cost import COST_PER_SUCCESS_METHOD
 from .headline import LOGNORMAL_METHOD, MIN_TASKS, NO_INTERVAL, SUCCESS_METHOD, T_METHOD
+from .hosts import where_trials_ran
 
 __all__ = [
     "BETTING_METHOD",
@@ -63,4 +65,5 @@ __all__ = [
     "T_METHOD",
     "build_report",
     "paired_in_time_order",
+    "where_trials_ran",
 ]
