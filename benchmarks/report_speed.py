@@ -86,7 +86,9 @@ def make_sample(rng: random.Random, arm: str, arm_index: int, task: str, tier: s
         "score": {"differences": [] if outcome == "pass" else ["issue #17: state open != closed"]},
         "bounds": {"turn_cap": 40, "wall_clock_ms": 300000},
         "provenance": {"plugin": "0.1.0", "sdk": "0.2.189", "cli": "2.1.332",
-                       "fingerprint": "fp-old" if old else f"fp-{arm}-{task}", "model_kind": "real"},
+                       "fingerprint": "fp-old" if old else f"fp-{arm}-{task}", "model_kind": "real",
+                       # where it ran: two machines, two xdist workers each (the report's per-host table)
+                       "host": f"runner-{trial % 2}", "gateway": f"gw{trial % 4}"},
     }  # fmt: skip
 
 
