@@ -217,6 +217,38 @@ def judge(
     return states
 
 
+# How many times the expected pairs to decide a comparison one plan gives it at most: an estimate from
+# the pairs so far is rough, and a plan that gives too few costs a sitting, one that gives too many
+# costs the trials run after the decision.
+OVERSHOOT = 1.5
+# Pairs assumed still needed by a comparison with no evidence to go by yet (no paired trial, or no trend).
+UNKNOWN_PAIRS = 64.0
+
+
+def pairs_to_decide(states: Sequence[ComparisonState]) -> float:
+    """Expected paired trials before every undecided metric of one pair of arms is decided (the pair's
+    arms run until the last one is): per metric, the fewer of the two routes, a difference (the e-value's
+    log so far grows at its rate per pair until log claim_e) and an equivalence (the interval's half-width
+    shrinks as 1 / sqrt(pairs) until it fits inside the margin beside the estimate)."""
+    worst = 0.0
+    for state in states:
+        if state.decided:
+            continue
+        if not state.pairs:
+            return UNKNOWN_PAIRS
+        routes = [UNKNOWN_PAIRS * 16]
+        if state.e_value and state.claim_e and state.e_value > 1.0:
+            rate = math.log(state.e_value) / state.pairs
+            routes.append(max(0.0, math.log(state.claim_e) - math.log(state.e_value)) / rate)
+        if state.margin is not None and state.interval is not None and state.estimate is not None:
+            half = (state.interval[1] - state.interval[0]) / 2.0
+            room = state.margin - abs(state.estimate)
+            if room > 0:
+                routes.append(max(0.0, state.pairs * ((half / room) ** 2 - 1.0)))
+        worst = max(worst, min(routes))
+    return max(1.0, worst)
+
+
 def expected_costs(trials: Mapping[Cell, Sequence[Trial]]) -> dict[Cell, float | None]:
     """Expected cost-equivalent tokens of one more trial per cell: the cell's mean, else its arm's mean
     over its cells' means, else the bench's; None when nothing stored has a usage."""
@@ -290,14 +322,23 @@ def plan_decisions(
         return budget is None or unknown_cost or spent_tokens + tokens <= budget
 
     rounds = {pair: 0 for pair in undecided_pairs}  # whole rounds given; a cut round is retried next time
+    needed = {pair: pairs_to_decide([s for s in states if (s.arm_a, s.arm_b) == pair]) for pair in undecided_pairs}
     while True:
         progressed = False
 
         def round_cost(pair: tuple[str, str]) -> float:
             return sum(step_cost(pair, t, rounds[pair] + 1)[1] for t in shared[pair])
 
-        for pair in sorted(undecided_pairs, key=lambda p: (round_cost(p), undecided_pairs.index(p))):
-            if rounds[pair] >= max_rounds:
+        def progress_per_token(pair: tuple[str, str]) -> float:
+            """The share of the pair's remaining work its next round is expected to do, per expected token."""
+            left = max(float(len(shared[pair])), needed[pair] - rounds[pair] * len(shared[pair]))
+            return (len(shared[pair]) / left) / max(round_cost(pair), 1e-9)
+
+        for pair in sorted(undecided_pairs, key=lambda p: (-progress_per_token(p), undecided_pairs.index(p))):
+            # Rounds beyond what the pair is expected to need (with room for a slow start) would be spent
+            # after its decision: they wait for the next plan, which sees the outcome.
+            expected_rounds = math.ceil(OVERSHOOT * needed[pair] / max(1, len(shared[pair])))
+            if rounds[pair] >= max_rounds or rounds[pair] >= max(1, expected_rounds):
                 continue
             whole = True
             for task in sorted(shared[pair], key=lambda t: (base[(pair, t)], tasks.index(t))):
