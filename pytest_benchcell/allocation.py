@@ -13,10 +13,11 @@ Within an undecided comparison every task gets the same number of new pairs (a r
 tasks first when a round does not fit whole, so the comparison keeps weighing its tasks alike
 rather than drifting towards tasks whose past outcomes looked promising.
 
-Where the trials go: rounds. Each round gives every undecided comparison's pair of arms one more
-paired trial per shared task, the pair whose round costs the fewest expected tokens first (a cell
-deep enough already, for another pair, costs nothing); a round that does not fit the sitting's trial
-count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
+Where the trials go: rounds. A round gives an undecided comparison's pair of arms one more paired
+trial per shared task; the pair whose next round does the largest share of its remaining work
+(pairs_to_decide) per expected token goes first (a cell deep enough already, for another pair, costs
+nothing), and no pair gets more than OVERSHOOT times the rounds it is expected to need; a round that
+does not fit the sitting's trial count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
 the cell's mean, else the arm's, else the bench's.
 """
 
