@@ -158,24 +158,30 @@ def _compare(differences: Sequence[float], **kwargs: object) -> object:
     return _CACHE[key]
 
 
-def truth(effects: Mapping[str, tuple[float, float]], a: str, b: str, metric: str) -> float:
-    """The true b - a: success difference, or the log token ratio."""
+def truth(effects: Mapping[str, tuple[float, float]], a: str, b: str, metric: str, world: World | None = None) -> float:
+    """The true b - a: success difference, or the mean log token ratio of a pair. Failed trials spend
+    FAILURE_TOKENS times more, so an arm that fails more spends more: per task, log(ratio) plus
+    (rate_a - rate_b) log(FAILURE_TOKENS), averaged over the world's tasks."""
     if metric == "success":
         return effects[b][0] - effects[a][0]
-    return math.log(effects[b][1] / effects[a][1])
+    base = math.log(effects[b][1] / effects[a][1])
+    if world is None:
+        return base
+    failing = [world.rates[(a, t)] - world.rates[(b, t)] for t in world.tasks]
+    return base + math.log(FAILURE_TOKENS) * sum(failing) / len(failing)
 
 
-def wrong(history: History, effects: Mapping[str, tuple[float, float]]) -> bool:
+def wrong(history: History, effects: Mapping[str, tuple[float, float]], world: World | None = None) -> bool:
     """A wrong claim anywhere: a difference where there is none (at any look), a difference in the wrong
     direction, or an equivalence where the true difference is at least the smallest effect."""
     for (a, b, metric), (decision, sign) in history.decisions.items():
-        true = truth(effects, a, b, metric)
+        true = truth(effects, a, b, metric, world)
         margin = SMALLEST_EFFECT[metric] if metric == "success" else math.log1p(SMALLEST_EFFECT[metric])
         if decision == EQUIVALENT and abs(true) >= margin:
             return True
         if decision == DIFFERS and true != 0 and sign != (1 if true > 0 else -1):
             return True
-    return any(truth(effects, a, b, metric) == 0 for a, b, metric in history.ever_differs)
+    return any(truth(effects, a, b, metric, world) == 0 for a, b, metric in history.ever_differs)
 
 
 def saving_se(spent: Sequence[tuple[float, float]]) -> float:
@@ -204,7 +210,7 @@ def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> lis
             equal = run(world, random.Random(seed), adaptive=False, horizon=horizon)
             decide = run(world, random.Random(seed), adaptive=True, horizon=horizon)
             for name, history in (("equal", equal), ("decide", decide)):
-                false[name] += wrong(history, effects)
+                false[name] += wrong(history, effects, world)
                 tokens[name] += history.tokens_to_decide
                 sittings[name] += history.sittings
             spent.append((equal.tokens_to_decide, decide.tokens_to_decide))
