@@ -109,7 +109,7 @@ class History:
 
 def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> History:
     cells = [(arm, task) for arm in ARMS for task in world.tasks]
-    trials: dict[tuple[str, str], list[tuple[str, bool, float | None]]] = {cell: [] for cell in cells}
+    trials: dict[tuple[str, str], list[tuple[str, bool, float | None, str]]] = {cell: [] for cell in cells}
     spent = 0.0
     ever: set[tuple[str, str, str]] = set()
     first: dict[tuple[str, str, str], tuple[str, int]] = {}  # each comparison's first decision
@@ -137,7 +137,7 @@ def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> Hi
             for position, cell in enumerate(cells):
                 if round_index < counts[cell]:
                     passed, cost = world.trial(rng, cell, drift)
-                    trials[cell].append((f"{sitting:05d}.{round_index:05d}.{position:04d}", passed, cost))
+                    trials[cell].append((f"{sitting:05d}.{round_index:05d}.{position:04d}", passed, cost, str(sitting)))
                     spent += cost
     decisions = {(a, b, m): first.get((a, b, m), ("undecided", 0)) for a, b in PAIRS for m in ("success", "tokens")}
     return History(spent, sitting - 1, decisions, ever)

@@ -73,7 +73,7 @@ class MemoryStore:
         cell = self.samples.setdefault((arm, task), [])
         started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(EPOCH + 3600 * sitting + len(cell)))
         cell.append({
-            "id": f"{arm}-{task}-{len(cell)}", "trial": len(cell) + 1, "lines": (), "provenance": {"fingerprint": "f"}, "started_at": started + ".000Z",
+            "id": f"{arm}-{task}-{len(cell)}", "trial": len(cell) + 1, "sitting": f"s{sitting}", "lines": (), "provenance": {"fingerprint": "f"}, "started_at": started + ".000Z",
             "status": "scored", "outcome": "pass" if passed else "incorrect",
             "usage": {"total": {"fresh_input": max(1, round(cost)), "cache_write": 0, "cache_read": 0, "output": 0}},
             "turns": 5, "duration_ms": 1000, "cost_usd": 0.01, "model": "m", "tier": "t", "bonus": False,

@@ -6,7 +6,8 @@ of interest ([bench.smallest_effect]); statistics.compare_paired judges both, an
 
 Why the guarantees survive adaptive allocation: the plan is computed once, before the sitting, from
 the samples already stored, read and paired exactly as the report reads and pairs them (report.reading,
-and figures' k-th-trial-per-task pairing in the order the report could first see each pair). Which
+and figures' pairing: per task, trials of one sitting first, in the order the report could first see
+each pair). Which
 trials run next is therefore a function of the past only, and a test martingale stays one under
 such a (predictable) choice; a decided comparison simply stops receiving trials (optional stopping).
 Within an undecided comparison every task gets the same number of new pairs (a round), fewest-paired
@@ -15,8 +16,8 @@ rather than drifting towards tasks whose past outcomes looked promising.
 
 Where the trials go: rounds. A round gives an undecided comparison's pair of arms one more paired
 trial per shared task; the pair whose next round does the largest share of its remaining work
-(pairs_to_decide) per expected token goes first (a cell deep enough already, for another pair, costs
-nothing), and no pair gets more than OVERSHOOT times the rounds it is expected to need; a round that
+(pairs_to_decide) per expected token goes first (a cell already given the trial in this sitting, for
+another pair, costs nothing; pairs form within a sitting, so trials stored before it do not count), and no pair gets more than OVERSHOOT times the rounds it is expected to need; a round that
 does not fit the sitting's trial count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
 the cell's mean, else the arm's, else the bench's.
 """
@@ -37,7 +38,7 @@ DECIDED = (DIFFERS, EQUIVALENT)
 MAX_ROUNDS = 10_000
 
 Cell = tuple[str, str]  # (arm, task)
-Trial = tuple[str, bool, "float | None"]  # report.reading.Trial: started_at, passed, cost-equivalent tokens
+Trial = tuple[str, bool, "float | None", str]  # report.reading.Trial: started_at, passed, cost-equivalent tokens, sitting
 
 
 @dataclass(frozen=True)
@@ -307,13 +308,19 @@ def plan_decisions(
         if not state.decided and (state.arm_a, state.arm_b) not in undecided_pairs and state.tasks:
             undecided_pairs.append((state.arm_a, state.arm_b))
     shared = {pair: next(s.tasks for s in states if (s.arm_a, s.arm_b) == pair) for pair in undecided_pairs}
-    # New paired trials per task start from what is stored: min of the two cells (the report's k-th pairing).
-    base = {(pair, t): min(depth[(pair[0], t)], depth[(pair[1], t)]) for pair in undecided_pairs for t in shared[pair]}
+    # Pairs form within a sitting (the report's pairing): a round gives both arms of a pair a new trial
+    # in this sitting, whatever either cell holds already; a cell below the floor brings its partner
+    # along to the floor in this sitting, so those trials pair too. `base`: the task's pairs so far.
+    from .report.figures import paired_within_task
+
+    base = {(pair, t): len(paired_within_task(trials[(pair[0], t)], trials[(pair[1], t)]))
+            for pair in undecided_pairs for t in shared[pair]}  # fmt: skip
     spent_trials, spent_tokens = 0, 0.0
 
     def step_cost(pair: tuple[str, str], task: str, rounds: int) -> tuple[int, float, dict[Cell, int]]:
-        wanted = max(floor, base[(pair, task)] + rounds)
-        new = {cell: max(0, wanted - target[cell]) for cell in ((pair[0], task), (pair[1], task))}
+        cells_of_pair = ((pair[0], task), (pair[1], task))
+        wanted = max(rounds, *(floor - depth[cell] for cell in cells_of_pair))  # new trials of each, this sitting
+        new = {cell: max(0, wanted - (target[cell] - depth[cell])) for cell in cells_of_pair}
         tokens = sum(n * (costs[cell] or 0.0) for cell, n in new.items())
         return sum(new.values()), tokens, new
 
