@@ -17,7 +17,8 @@ rather than drifting towards tasks whose past outcomes looked promising.
 Where the trials go: rounds. A round gives an undecided comparison's pair of arms one more paired
 trial per shared task; the pair whose next round does the largest share of its remaining work
 (pairs_to_decide) per expected token goes first (a cell already given the trial in this sitting, for
-another pair, costs nothing; pairs form within a sitting, so trials stored before it do not count), and no pair gets more than OVERSHOOT times the rounds it is expected to need; a round that
+another pair, costs nothing; pairs form within a sitting, so trials stored before it do not count),
+and no pair gets more than OVERSHOOT times the rounds it is expected to need; a round that
 does not fit the sitting's trial count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
 the cell's mean, else the arm's, else the bench's.
 """
