@@ -7,21 +7,26 @@ the bench's declared comparisons (statistics.Family): the same verdict the repor
 
 Why the guarantees survive adaptive allocation: the plan is computed once, before the sitting, from
 the samples already stored, read and paired exactly as the report reads and pairs them (report.reading,
-and figures' k-th-trial-per-task pairing in the order the report could first see each pair). Which
+and figures' pairing: per task, trials of one sitting first, in the order the report could first see
+each pair). Which
 trials run next is therefore a function of the past only, and a test martingale stays one under
 such a (predictable) choice; a decided comparison simply stops receiving trials (optional stopping).
 Within an undecided comparison every task gets the same number of new pairs (a round), fewest-paired
 tasks first when a round does not fit whole, so the comparison keeps weighing its tasks alike
 rather than drifting towards tasks whose past outcomes looked promising.
 
-Where the trials go: rounds. Each round gives every undecided comparison's pair of arms one more
-paired trial per shared task, the pair whose round costs the fewest expected tokens first (a cell
-deep enough already, for another pair, costs nothing); a round that does not fit the sitting's trial
-count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
+Where the trials go: rounds. A round gives an undecided comparison's pair of arms one more paired
+trial per shared task; the pair whose next round does the largest share of its remaining work
+(pairs_to_decide) per expected token goes first (a cell already given the trial in this sitting, for
+another pair, costs nothing; pairs form within a sitting, so trials stored before it do not count),
+and no pair gets more than OVERSHOOT times the rounds it is expected to need; a round that
+does not fit the sitting's trial count or token budget is cut task by task. Expected tokens per trial come from the stored samples:
 the cell's mean, else the arm's, else the bench's.
 """
 
 from __future__ import annotations
+
+import math
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ DECIDED = (DIFFERS, EQUIVALENT)
 MAX_ROUNDS = 10_000
 
 Cell = tuple[str, str]  # (arm, task)
-Trial = tuple[str, bool, "float | None"]  # report.reading.Trial: started_at, passed, cost-equivalent tokens
+Trial = tuple[str, bool, "float | None", str]  # report.reading.Trial: started_at, passed, cost-equivalent tokens, sitting
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,38 @@ def judge(
     return states
 
 
+# How many times the expected pairs to decide a comparison one plan gives it at most: an estimate from
+# the pairs so far is rough, and a plan that gives too few costs a sitting, one that gives too many
+# costs the trials run after the decision.
+OVERSHOOT = 1.5
+# Pairs assumed still needed by a comparison with no evidence to go by yet (no paired trial, or no trend).
+UNKNOWN_PAIRS = 64.0
+
+
+def pairs_to_decide(states: Sequence[ComparisonState]) -> float:
+    """Expected paired trials before every undecided metric of one pair of arms is decided (the pair's
+    arms run until the last one is): per metric, the fewer of the two routes, a difference (the e-value's
+    log so far grows at its rate per pair until log claim_e) and an equivalence (the interval's half-width
+    shrinks as 1 / sqrt(pairs) until it fits inside the margin beside the estimate)."""
+    worst = 0.0
+    for state in states:
+        if state.decided:
+            continue
+        if not state.pairs:
+            return UNKNOWN_PAIRS
+        routes = [UNKNOWN_PAIRS * 16]
+        if state.e_value and state.claim_e and state.e_value > 1.0:
+            rate = math.log(state.e_value) / state.pairs
+            routes.append(max(0.0, math.log(state.claim_e) - math.log(state.e_value)) / rate)
+        if state.margin is not None and state.interval is not None and state.estimate is not None:
+            half = (state.interval[1] - state.interval[0]) / 2.0
+            room = state.margin - abs(state.estimate)
+            if room > 0:
+                routes.append(max(0.0, state.pairs * ((half / room) ** 2 - 1.0)))
+        worst = max(worst, min(routes))
+    return max(1.0, worst)
+
+
 def expected_costs(trials: Mapping[Cell, Sequence[Trial]]) -> dict[Cell, float | None]:
     """Expected cost-equivalent tokens of one more trial per cell: the cell's mean, else its arm's mean
     over its cells' means, else the bench's; None when nothing stored has a usage."""
@@ -238,13 +275,19 @@ def plan_decisions(
         if not state.decided and (state.arm_a, state.arm_b) not in undecided_pairs and state.tasks:
             undecided_pairs.append((state.arm_a, state.arm_b))
     shared = {pair: next(s.tasks for s in states if (s.arm_a, s.arm_b) == pair) for pair in undecided_pairs}
-    # New paired trials per task start from what is stored: min of the two cells (the report's k-th pairing).
-    base = {(pair, t): min(depth[(pair[0], t)], depth[(pair[1], t)]) for pair in undecided_pairs for t in shared[pair]}
+    # Pairs form within a sitting (the report's pairing): a round gives both arms of a pair a new trial
+    # in this sitting, whatever either cell holds already; a cell below the floor brings its partner
+    # along to the floor in this sitting, so those trials pair too. `base`: the task's pairs so far.
+    from .report.figures import paired_within_task
+
+    base = {(pair, t): len(paired_within_task(trials[(pair[0], t)], trials[(pair[1], t)]))
+            for pair in undecided_pairs for t in shared[pair]}  # fmt: skip
     spent_trials, spent_tokens = 0, 0.0
 
     def step_cost(pair: tuple[str, str], task: str, rounds: int) -> tuple[int, float, dict[Cell, int]]:
-        wanted = max(floor, base[(pair, task)] + rounds)
-        new = {cell: max(0, wanted - target[cell]) for cell in ((pair[0], task), (pair[1], task))}
+        cells_of_pair = ((pair[0], task), (pair[1], task))
+        wanted = max(rounds, *(floor - depth[cell] for cell in cells_of_pair))  # new trials of each, this sitting
+        new = {cell: max(0, wanted - (target[cell] - depth[cell])) for cell in cells_of_pair}
         tokens = sum(n * (costs[cell] or 0.0) for cell, n in new.items())
         return sum(new.values()), tokens, new
 
@@ -254,14 +297,23 @@ def plan_decisions(
         return budget is None or unknown_cost or spent_tokens + tokens <= budget
 
     rounds = {pair: 0 for pair in undecided_pairs}  # whole rounds given; a cut round is retried next time
+    needed = {pair: pairs_to_decide([s for s in states if (s.arm_a, s.arm_b) == pair]) for pair in undecided_pairs}
     while True:
         progressed = False
 
         def round_cost(pair: tuple[str, str]) -> float:
             return sum(step_cost(pair, t, rounds[pair] + 1)[1] for t in shared[pair])
 
-        for pair in sorted(undecided_pairs, key=lambda p: (round_cost(p), undecided_pairs.index(p))):
-            if rounds[pair] >= max_rounds:
+        def progress_per_token(pair: tuple[str, str]) -> float:
+            """The share of the pair's remaining work its next round is expected to do, per expected token."""
+            left = max(float(len(shared[pair])), needed[pair] - rounds[pair] * len(shared[pair]))
+            return (len(shared[pair]) / left) / max(round_cost(pair), 1e-9)
+
+        for pair in sorted(undecided_pairs, key=lambda p: (-progress_per_token(p), undecided_pairs.index(p))):
+            # Rounds beyond what the pair is expected to need (with room for a slow start) would be spent
+            # after its decision: they wait for the next plan, which sees the outcome.
+            expected_rounds = math.ceil(OVERSHOOT * needed[pair] / max(1, len(shared[pair])))
+            if rounds[pair] >= max_rounds or rounds[pair] >= max(1, expected_rounds):
                 continue
             whole = True
             for task in sorted(shared[pair], key=lambda t: (base[(pair, t)], tasks.index(t))):

@@ -58,13 +58,14 @@ def test_judge_pairs_as_the_report_does_and_splits_alpha_over_the_family() -> No
 def test_a_decided_comparison_gets_no_more_trials() -> None:
     trials = {**decided_trials(), ("c", "t1"): [], ("c", "t2"): []}
     plan = plan_decisions(trials, [("a", "b"), ("a", "c")], ["t1", "t2"], floor=3, smallest_effect=EFFECTS,
-                          trial_limit=10)  # fmt: skip
+                          trial_limit=12)  # fmt: skip
     counts = plan.counts()
     assert counts[("b", "t1")] == counts[("b", "t2")] == 0
     assert "every comparison it serves is decided: a vs b on success differs; a vs b on tokens differs" in plan.cells[("b", "t1")].reason
-    # a is deep already (12 per task): the undecided a vs c needs only c's trials, both tasks alike
-    assert counts[("a", "t1")] == counts[("a", "t2")] == 0
-    assert counts[("c", "t1")] == counts[("c", "t2")] == 5
+    # a is deep already (12 per task), but in other sittings: c's trials pair with a's of this sitting,
+    # so the undecided a vs c gets both arms to the floor here, both tasks alike
+    assert counts[("a", "t1")] == counts[("a", "t2")] == 3
+    assert counts[("c", "t1")] == counts[("c", "t2")] == 3
     assert "0 scored, the floor is 3; advances a vs c (success, tokens undecided)" in plan.cells[("c", "t1")].reason
     assert plan.nothing_left is None
 
@@ -214,3 +215,65 @@ def test_expected_tokens_fall_back_to_the_arm_then_the_bench() -> None:
     costs = expected_costs({("a", "t1"): cell(2, cost=1000.0), ("a", "t2"): [], ("b", "t1"): cell(1, cost=3000.0),
                             ("c", "t1"): cell(1, cost=None)})  # fmt: skip
     assert costs == {("a", "t1"): 1000.0, ("a", "t2"): 1000.0, ("b", "t1"): 3000.0, ("c", "t1"): 2000.0}
+
+
+def mixed(count: int, cost: float, gap: float, *, start: int = 0, pattern: str = "+-") -> tuple[list, list]:
+    """Two cells of one task: a at `cost`, b at cost x (1 + gap) or / (1 + gap) by turns of `pattern`."""
+    a = cell(count, cost=cost, start=start)
+    b = [(f"2026-12-02T12:{start + i:02d}:00.000Z", True, cost * (1 + gap) if pattern[i % len(pattern)] == "+" else cost / (1 + gap))
+         for i in range(count)]  # fmt: skip
+    return a, b
+
+
+def test_pairs_to_decide_reads_the_e_value_and_the_interval() -> None:
+    from pytest_benchcell.allocation import ComparisonState, pairs_to_decide
+
+    # e grew to 10 in 20 pairs (log 10 / 20 a pair), 120 needed: log(12) / (log(10) / 20) more pairs.
+    growing = ComparisonState("a", "b", "tokens", UNDECIDED, 20, ("t",), 0.1, (-0.2, 0.4), 10.0, None, 120.0)
+    assert pairs_to_decide([growing]) == pytest.approx(math.log(12) / (math.log(10) / 20))
+    # No trend, but a margin: the half-width 0.3 must shrink to 0.2 - 0.05 = 0.15, i.e. 4 times the pairs.
+    flat = ComparisonState("a", "b", "tokens", UNDECIDED, 20, ("t",), 0.05, (-0.25, 0.35), 1.0, 0.2, 120.0)
+    assert pairs_to_decide([flat]) == pytest.approx(60.0)
+    # The pair runs until its last metric is decided; no pair at all is an unknown the plan must explore.
+    assert pairs_to_decide([growing, flat]) == pytest.approx(60.0)
+    assert pairs_to_decide([ComparisonState("a", "b", "success", UNDECIDED, 0, ("t",))]) == 64.0
+
+
+def test_the_plan_prefers_the_comparison_nearest_its_decision_per_token() -> None:
+    # a vs b: tokens consistently 60% apart, nearly claimed; a vs c: a coin-flip gap of 10%, far from any
+    # decision. Both rounds cost alike (b and c at the same price): a sitting with room for one paired
+    # trial gives it to a vs b. Two comparisons alike but for price: the cheap one goes first. Three
+    # tasks, so that equivalence (which needs an interval, withheld below 3 tasks) is a route too.
+    a1, b1 = mixed(3, 1000.0, 0.6, pattern="+")
+    _, c1 = mixed(3, 1000.0, 0.1, pattern="+-")
+    tasks = ["t1", "t2", "t3"]
+    trials = {(arm, task): cells for task in tasks for arm, cells in (("a", a1), ("b", b1), ("c", c1))}
+    effects = {"success": 0.3, "tokens": 0.05}  # tokens: a margin too small to be met soon
+    plan = plan_decisions(trials, [("a", "b"), ("a", "c")], tasks, floor=3, smallest_effect=effects, trial_limit=2)
+    assert [s.decision for s in plan.comparisons if s.metric == "tokens"] == [UNDECIDED, UNDECIDED]
+    assert plan.counts()[("b", "t1")] == 1 and plan.counts()[("c", "t1")] == 0
+    alike = {**trials, **{(arm, task): cells for task in tasks for arm, cells in
+                          (("b", [(t[0], t[1], 10 * t[2]) for t in b1]), ("c", list(b1)))}}  # fmt: skip
+    dear = plan_decisions(alike, [("a", "b"), ("a", "c")], tasks, floor=3, smallest_effect=effects, trial_limit=2)
+    assert dear.counts()[("c", "t1")] == 1 and dear.counts()[("b", "t1")] == 0
+
+
+def test_no_pair_gets_many_more_rounds_than_it_is_expected_to_need() -> None:
+    # a vs b on three tasks, nearly claimed on tokens and on success nearly equivalent within a wide
+    # margin: a sitting of 300 trials gives it 1.5 x the rounds it is expected to need, far below what
+    # the limit would allow; a narrower success margin needs more.
+    from pytest_benchcell.allocation import pairs_to_decide
+
+    a1, b1 = mixed(3, 1000.0, 0.6, pattern="+")
+    tasks = ["t1", "t2", "t3"]
+    trials = {(arm, task): cells for task in tasks for arm, cells in (("a", a1), ("b", b1))}
+    given = []
+    for margin in (0.9, 0.5):
+        plan = plan_decisions(trials, [("a", "b")], tasks, floor=3, smallest_effect={"success": margin, "tokens": 0.05},
+                              trial_limit=300)  # fmt: skip
+        rounds = plan.counts()[("b", "t1")]
+        assert rounds == math.ceil(1.5 * pairs_to_decide(plan.comparisons) / len(tasks)) < 50
+        given.append(rounds)
+    assert given[0] < given[1]
+
+

@@ -52,8 +52,8 @@ PLAN_LINES = [
     "    shell vs bare on success: undecided (no paired trial yet: both arms need the floor on a shared task)",
     "    shell vs bare on tokens: undecided (no paired trial yet: both arms need the floor on a shared task)",
     "plan: 4 trials, ~15,600 cost-equivalent tokens expected (a sitting of at most 4 trials)",
-    "    shell x say-hello: 1 trial, ~3,900 tokens each: advances shell vs bare (success, tokens undecided)",
-    "    bare x say-hello: 3 trials, ~3,900 tokens each: 1 scored, the floor is 3; advances shell vs bare (success, tokens undecided)",
+    "    shell x say-hello: 2 trials, ~3,900 tokens each: advances shell vs bare (success, tokens undecided)",
+    "    bare x say-hello: 2 trials, ~3,900 tokens each: 1 scored, the floor is 3; advances shell vs bare (success, tokens undecided)",
 ]
 
 
@@ -67,8 +67,8 @@ def test_collect_only_shows_the_plan_and_the_reason_for_each_cell(pytester: pyte
     result = pytester.runpytest(*SELECT, "--bench-trials", "4", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
-        "bench.toml::shell-say-hello-t4", "bench.toml::bare-say-hello-t2", "bench.toml::bare-say-hello-t3",
-        "bench.toml::bare-say-hello-t4", *PLAN_LINES, "*4 tests collected*",
+        "bench.toml::shell-say-hello-t4", "bench.toml::bare-say-hello-t2", "bench.toml::shell-say-hello-t5",
+        "bench.toml::bare-say-hello-t3", *PLAN_LINES, "*4 tests collected*",
     ])  # fmt: skip
     assert trial_numbers(pytester, "bare") == [1]  # a preview: nothing ran, nothing reserved
 
@@ -80,14 +80,14 @@ def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines([
         "benchcell: --bench-fill decide: 4 trials for 2 of 2 comparisons still undecided (the plan and its reasons follow the sitting)",
-        *PLAN_LINES, "bare x say-hello: 3 recorded this sitting (3 passed, 0 failed, 0 invalid, 0 errors)",
+        *PLAN_LINES, "bare x say-hello: 2 recorded this sitting (2 passed, 0 failed, 0 invalid, 0 errors)",
         # the comparisons as the sitting leaves them, judged as the report judges them
         "comparisons after this sitting (2 of 2 undecided; the report reads the same):",
-        "    shell vs bare on success: undecided (4 paired trials on 1 task, e 1 of the 40 a difference needs, *",
-        "    shell vs bare on tokens: undecided (4 paired trials on 1 task, *",
+        "    shell vs bare on success: undecided (3 paired trials on 1 task, e 1 of the 40 a difference needs, *",
+        "    shell vs bare on tokens: undecided (3 paired trials on 1 task, *",
         "store: *",
     ])  # fmt: skip
-    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
+    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4, 5], [1, 2, 3])
 
 
 @pytest.mark.e2e
@@ -100,7 +100,7 @@ def test_every_xdist_worker_runs_the_controllers_plan(pytester: pytest.Pytester)
     ran = sorted(line.split()[-1] for line in result.stdout.lines if " PASSED " in line and "bench.toml::" in line)
     assert ran == previewed
     assert result.stdout.str().count("plan: 4 trials") == 1  # decided once, on the controller
-    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4], [1, 2, 3, 4])
+    assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4, 5], [1, 2, 3])
 
 
 def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytester) -> None:
@@ -115,7 +115,7 @@ def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytest
         "comparisons (0 of 2 undecided):",
         "    shell vs bare on success: shell better (12 paired trials on 1 task, e 315 past the 40 a difference needs, "
         "shell - bare +100.0 pp; no interval below 3 shared tasks)",
-        "    shell vs bare on tokens: shell better (12 paired trials on 1 task, e 725 past the 40 a difference needs, "
+        "    shell vs bare on tokens: shell better (12 paired trials on 1 task, e 907 past the 40 a difference needs, "
         "shell/bare 0.40x; no interval below 3 shared tasks)",
         "plan: 0 trials (a sitting of at most 4 trials)",
         "    shell x say-hello: 0 trials: every comparison it serves is decided: shell vs bare on success differs; shell vs bare on tokens differs",
@@ -151,11 +151,14 @@ def test_the_old_fill_forms_keep_working(pytester: pytest.Pytester) -> None:
 
 def test_decide_with_a_budget_plans_within_it(pytester: pytest.Pytester) -> None:
     seed_store(pytester)
-    result = pytester.runpytest(*SELECT, "--bench-budget", "13000", "--collect-only", "-q")
+    # bare needs 2 trials for the floor, and shell 2 of the same sitting for them to pair with: 15,600
+    result = pytester.runpytest(*SELECT, "--bench-budget", "16000", "--collect-only", "-q")
     result.stdout.fnmatch_lines([
-        "plan: 2 trials, ~7,800 cost-equivalent tokens expected (a budget of 13,000 cost-equivalent tokens)",
-        "*2 tests collected*",
+        "plan: 4 trials, ~15,600 cost-equivalent tokens expected (a budget of 16,000 cost-equivalent tokens)",
+        "*4 tests collected*",
     ])  # fmt: skip
+    short = pytester.runpytest(*SELECT, "--bench-budget", "13000", "--collect-only", "-q")
+    short.stdout.fnmatch_lines(["plan: 0 trials (a budget of 13,000 cost-equivalent tokens)", "nothing fits: *"])
     assert not Path(pytester.path / "results" / "scripted" / "bare" / "say-hello.trials").exists()
 
 

@@ -27,18 +27,51 @@ def test_betting_e_process_equals_its_closed_form_on_a_hand_case() -> None:
     assert evidence.anytime_p == pytest.approx(2.0 / (k_up + k_down))
 
 
-def test_token_e_process_mixes_signs_and_bets() -> None:
+def test_token_e_process_mixes_signs_and_the_adaptive_bet() -> None:
     values = [0.3, 0.4, -0.1, 0.5]
-    bound = st.TOKEN_LOG_RATIO_CLIP
     mixed = st.token_e_process(values)
     sign = st.sign_e_value(3, 4)
-    betting = st.betting_e_process(values, bound=bound).e_value
-    assert mixed.e_value == pytest.approx(0.3 * sign + 0.7 * betting)
-    assert st.TOKEN_SIGN_WEIGHT == 0.3
-    # Twelve pairs all 1.3 times apart: the bets alone reach ~7, the signs carry the claim at 40.
+    adaptive = st.adaptive_e_process(values).e_value
+    assert mixed.e_value == pytest.approx(0.1 * sign + 0.9 * adaptive)
+    assert st.TOKEN_SIGN_WEIGHT == 0.1
+    # Twelve pairs all 1.3 times apart: the adaptive bet sees no variance and stakes up to 90%.
     consistent = st.token_e_process([math.log(1.3)] * 12)
+    assert st.adaptive_e_process([math.log(1.3)] * 12).max_up > 60
     assert st.betting_e_process([math.log(1.3)] * 12, bound=st.TOKEN_LOG_RATIO_CLIP).max_up < 10
-    assert consistent.max_up >= 0.3 * 2**12 / 13 >= 40
+    assert consistent.max_up >= 40
+
+
+def test_the_adaptive_bet_equals_its_closed_form_on_a_hand_case() -> None:
+    # Two pairs, 0.2 then -0.1 (inside the clip). Before the first: variance = the prior 0.17, mean 0, so
+    # both sides bet on the effect log 1.2: stake tanh(log(1.2) * 0.2 / 0.17). Before the second: one value
+    # seen, variance (0.17 * 5 + 0) / 6, shrunk mean 0.2 / 11 (below the effect): both sides bet the effect.
+    first = math.tanh(math.log(1.2) * 0.2 / 0.17)
+    second = math.tanh(math.log(1.2) * -0.1 / (0.17 * 5 / 6))
+    up, down = (1 + first) * (1 + second), (1 - first) * (1 - second)
+    evidence = st.adaptive_e_process([0.2, -0.1])
+    assert evidence.e_value == pytest.approx((up + down) / 2)
+    assert (up + down) / 2 < 1.0 and evidence.max_up == evidence.max_down == 1.0  # never above its start
+    # A run of large values: the shrunk mean passes the effect, and no stake exceeds 90%.
+    big = st.adaptive_e_process([0.9] * 30)
+    assert big.max_up <= ((1 + st.TOKEN_MAX_BET) ** 30 + 1) / 2 and big.max_up > 1e6
+
+
+def test_the_adaptive_bet_learns_the_noise() -> None:
+    # Tokens 20% dearer with quiet trials (cv 0.05): the constant bets stake at most 95% of a gap that is a
+    # fifth of the clip, the adaptive bet learns that the gap hardly varies and stakes up to 90% of the
+    # wealth on each pair, so it claims (e >= 40) after far fewer pairs (seeded).
+    rng = random.Random(11)
+    sigma = math.sqrt(math.log1p(0.05**2))
+
+    def pairs_to_claim(process: object, ratios: list[float]) -> int:
+        return next(n for n in range(1, len(ratios) + 1) if process(ratios[:n]).max_up >= 40)  # type: ignore[operator]
+
+    adaptive = constant = 0
+    for _ in range(20):
+        ratios = [math.log(1.2) + rng.gauss(0, sigma) - rng.gauss(0, sigma) for _ in range(60)]
+        adaptive += pairs_to_claim(st.adaptive_e_process, ratios)
+        constant += pairs_to_claim(lambda r: st.betting_e_process(r, bound=st.TOKEN_LOG_RATIO_CLIP), ratios)
+    assert adaptive < 0.6 * constant
 
 
 def test_values_beyond_the_bound_are_clipped() -> None:
@@ -49,22 +82,57 @@ def test_values_beyond_the_bound_are_clipped() -> None:
 
 def test_betting_e_process_is_a_martingale_under_symmetry() -> None:
     # Exact expectation over every sequence of 5 draws from a symmetric distribution: E[e_5] = 1, for the
-    # betting e-process and for the token e-process (with the sign e-process mixed in).
+    # betting e-process, the adaptive bet and the token e-process (with the sign e-process mixed in).
     support = (-1.3, -0.4, 0.0, 0.4, 1.3)
-    for process in (lambda seq: st.betting_e_process(seq, bound=1.0), lambda seq: st.token_e_process(seq, bound=1.0)):
+    processes = (
+        lambda seq: st.betting_e_process(seq, bound=1.0),
+        lambda seq: st.adaptive_e_process(seq, bound=1.0),
+        lambda seq: st.token_e_process(seq, bound=1.0),
+    )
+    for process in processes:
         total = math.fsum(process(seq).e_value for seq in itertools.product(support, repeat=5))
         assert total / len(support) ** 5 == pytest.approx(1.0, abs=1e-12)
 
 
+def test_the_adaptive_bet_is_a_martingale_at_every_step_and_a_supermartingale_when_b_is_lower() -> None:
+    # Exact: after every prefix of 4 draws, the mean of e over the next draw is e itself (symmetric
+    # support). With the support tilted down (negatives likelier), the side betting up only loses on average.
+    for prefix in itertools.product((-0.9, -0.2, 0.3, 0.9), repeat=3):
+        now = st.adaptive_e_process(prefix).e_value
+        following = [st.adaptive_e_process((*prefix, v)).e_value for v in (-0.9, -0.3, -0.2, 0.0, 0.2, 0.3, 0.9)]
+        assert math.fsum(following) / 7 == pytest.approx(now, rel=1e-12)
+    tilted = [(-0.5, 0.6), (0.5, 0.4)]  # value, chance: b lower
+    for prefix in itertools.product((-0.5, 0.5), repeat=4):
+        state = st.e_processes._AdaptiveBetting(st.TOKEN_LOG_RATIO_CLIP)
+        for v in prefix:
+            state.add(v)
+        before = state.up()
+        after = 0.0
+        for value, chance in tilted:
+            step = st.e_processes._AdaptiveBetting(st.TOKEN_LOG_RATIO_CLIP)
+            for v in (*prefix, value):
+                step.add(v)
+            after += chance * step.up()
+        assert after <= before * (1 + 1e-12)
+
+
 def test_betting_e_process_keeps_its_level_read_after_every_pair() -> None:
-    # Identical arms, lognormal trial noise (log-sd 0.3): the running maximum reaches 20 in at most 5% of histories.
+    # Identical arms read after every pair (optional stopping at any reading): the running maximum of the
+    # token e-process reaches 20 in at most 5% of histories, in null worlds of three noise levels, one
+    # with heavy tails (Student-t, 3 degrees of freedom) and one whose noise grows from pair to pair.
     rng = random.Random(3)
-    hits = 0
-    for _ in range(400):
-        ratios = [rng.gauss(0, 0.3) - rng.gauss(0, 0.3) for _ in range(80)]
-        evidence = st.token_e_process(ratios)
-        hits += max(evidence.max_up, evidence.max_down) >= 20
-    assert hits / 400 <= 0.05
+    worlds = {
+        "cv 0.3": lambda k: rng.gauss(0, 0.3) - rng.gauss(0, 0.3),
+        "cv 0.1": lambda k: rng.gauss(0, 0.1) - rng.gauss(0, 0.1),
+        "t(3)": lambda k: 0.3 * (rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) - rng.gauss(0, 1)),
+        "growing": lambda k: (0.05 + k / 100) * (rng.gauss(0, 1) - rng.gauss(0, 1)),
+    }
+    for name, draw in worlds.items():
+        hits = 0
+        for _ in range(200):
+            evidence = st.token_e_process([draw(k) for k in range(80)])
+            hits += max(evidence.max_up, evidence.max_down) >= 20
+        assert hits / 200 <= 0.05, name
 
 
 def test_betting_beats_signs_on_tokens_20_percent_dearer() -> None:

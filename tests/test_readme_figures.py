@@ -96,26 +96,37 @@ def test_the_claim_level_is_hypotheses_over_alpha(tmp_path: Path) -> None:
 def test_the_sign_e_process_formula_and_the_example_bench_case() -> None:
     says("e = 2^m / ((m+1)·C(m, k)) for k positive signs among m non-zero pairs")
     says("+4,015 tokens with all 12 paired trials agreeing: the signs alone give e = 2^12/13 = 315, and the token "
-         "e-process 0.3 × 315 from the signs plus 0.7 × 60 from the bets = 136 ≥ 120: claimed for these tasks.")  # fmt: skip
+         "e-process 0.1 × 315 from the signs plus 0.9 × 515 from the adaptive bet = 495 ≥ 120: claimed for these tasks.")  # fmt: skip
     for m, k in ((12, 12), (10, 7), (5, 0)):
         assert st.sign_e_value(k, m) == pytest.approx(2**m / ((m + 1) * math.comb(m, k)))
     assert round(st.sign_e_value(12, 12)) == 315 >= 120
     # The example bench's pairs (tests/test_report.py builds the same store): cost-equivalent 5,400 + 300 t + d
     # tokens for mcp, 4,015 more for cli-skill.
     gaps = [math.log((9_415 + 300 * t + d) / (5_400 + 300 * t + d)) for d in (-60, 10, 50) for t in range(4)]
-    betting = st.betting_e_process(gaps, bound=st.TOKEN_LOG_RATIO_CLIP).max_up
-    assert round(betting) == 60 and round(st.token_e_process(gaps).max_up) == 136
+    adaptive = st.adaptive_e_process(gaps).max_up
+    assert round(adaptive) == 515 and round(st.token_e_process(gaps).max_up) == 495
 
 
-def test_tokens_are_compared_by_a_betting_e_process_on_clipped_log_ratios() -> None:
-    says("each pair gives the log-ratio log(a/b) of its cost-equivalent tokens, clipped to ±log 2.5 and scaled to x in [−1, 1]")
-    says("0.3 × the sign e-process + 0.7 × a betting e-process: the mean of the wealths Π(1 ± λx) of constant bets "
-         "λ = 0.7 and 0.95 on either side")  # fmt: skip
-    assert st.TOKEN_LOG_RATIO_CLIP == math.log(2.5) and st.BETS == (0.7, 0.95)
+def test_tokens_are_compared_by_a_variance_adaptive_bet_on_clipped_log_ratios() -> None:
+    says("each pair gives the log-ratio log(a/b) of its cost-equivalent tokens, clipped to ±log 2.5, and the evidence is "
+         "0.1 × the sign e-process + 0.9 × a variance-adaptive betting e-process")  # fmt: skip
+    says("g = tanh(d·v/s²), with s² the running variance of the earlier pairs (shrunk towards 0.17, two trials of CV "
+         "0.3, with the weight of 5 pairs) and d the smallest gap bet on, log 1.2, or the earlier pairs' mean when "
+         "larger (shrunk by 10 pairs of 0); no stake exceeds 90% of the wealth")  # fmt: skip
+    assert st.TOKEN_LOG_RATIO_CLIP == math.log(2.5) and st.TOKEN_MAX_BET == 0.9 and st.TOKEN_BET_EFFECT == math.log(1.2)
     values = [math.log(1.3), math.log(4.0), -math.log(1.1)]
-    xs = [v / math.log(2.5) for v in (math.log(1.3), math.log(2.5), -math.log(1.1))]
-    wealths = [math.prod(1 + side * bet * x for x in xs) for side in (1, -1) for bet in (0.7, 0.95)]
-    assert st.token_e_process(values).e_value == pytest.approx(0.3 * st.sign_e_value(2, 3) + 0.7 * st.mean(wealths))
+    clipped = [math.log(1.3), math.log(2.5), -math.log(1.1)]
+    wealth = {1: 1.0, -1: 1.0}
+    for n, v in enumerate(clipped):
+        seen = clipped[:n]
+        mean = sum(seen) / n if n else 0.0
+        variance = (0.17 * 5 + sum((x - mean) ** 2 for x in seen)) / (n + 5)
+        shrunk = sum(seen) / (n + 10)
+        for side in (1, -1):
+            stake = math.tanh(max(math.log(1.2), side * shrunk) * v / variance)
+            wealth[side] *= 1 + side * max(-0.9, min(0.9, stake))
+    expected = 0.1 * st.sign_e_value(2, 3) + 0.9 * (wealth[1] + wealth[-1]) / 2
+    assert st.token_e_process(values).e_value == pytest.approx(expected)
 
 
 def test_cost_per_verified_success_is_tokens_per_trial_over_pass_rate(tmp_path: Path) -> None:
@@ -135,7 +146,7 @@ def test_cost_per_verified_success_is_tokens_per_trial_over_pass_rate(tmp_path: 
 
 
 def test_a_later_reading_only_extends_the_sequence(tmp_path: Path) -> None:
-    says("so a later reading only extends the sequence an earlier reading saw")
+    says("so a reading after more sittings only extends the sequence a reading after fewer saw")
     # Sitting 1: three trials of both arms (a dearer); sitting 2: three more, now b dearer. The first
     # reading's peak must survive into the second reading's e_max (the peak is kept, not recomputed away).
     first = {"a": [[500, 500, 500]] * 3, "b": [[100, 100, 100]] * 3}

@@ -341,7 +341,7 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     pair = comparison(report, "cost_equivalent", "cli-skill", "mcp")
     assert pair.estimate == pytest.approx(4_015)
     assert pair.within_tasks.pairs == 12 and pair.within_tasks.positives == 12
-    # The token e-process: 0.3 x the sign e-process (2^12 / 13 = 315) + 0.7 x betting on the gaps.
+    # The token e-process: 0.1 x the sign e-process (2^12 / 13 = 315) + 0.9 x the adaptive bet on the gaps.
     assert pair.within_tasks.method == "betting e-process on clipped log-ratios mixed with the sign e-process"
     assert pair.within_tasks.e_max >= st.TOKEN_SIGN_WEIGHT * 2**12 / 13 and pair.within_tasks.e_max >= 120
     assert pair.within_tasks.scale == "ratio" and 1.5 < pair.within_tasks.estimate < 2.7
@@ -352,7 +352,7 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     )
     assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
     (row,) = [line for line in render_markdown(report).splitlines() if "| cli-skill vs mcp | mcp better for these tasks |" in line]
-    assert "| 4 | +4,015 (+68.6%) | 1.69x [0.54x, 2.50x], e = 136 over 12 paired trials |" in row  # the row of this claim
+    assert "| 4 | +4,015 (+68.6%) | 1.69x [0.54x, 2.50x], e = 495 over 12 paired trials |" in row  # the row of this claim
     validate(report)
 
 

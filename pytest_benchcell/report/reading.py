@@ -51,9 +51,10 @@ _NUMBERS = (int, float)  # matched with type(), not isinstance(): True is an int
 _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 
 # What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
-_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS, _HOST, _GATEWAY = range(12)
+_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS, _HOST, _GATEWAY, _SITTING = range(13)
 _Row = tuple[Any, ...]
-Trial = tuple[str, bool, "float | None"]  # started_at, passed, cost-equivalent tokens (None: usage unknown)
+# started_at, passed, cost-equivalent tokens (None: usage unknown), the sitting that ran it ("": not recorded)
+Trial = tuple[str, bool, "float | None", str]
 # A trial that did not pass, as read: started_at, trial number, sample id, verdict, where its lines lie.
 _Failure = tuple[str, int, str, str, tuple[SampleLine, ...]]
 
@@ -64,7 +65,7 @@ REASON_CHARS = 500
 
 
 _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
-                  "model", "tier", "bonus")  # fmt: skip
+                  "model", "tier", "bonus", "sitting")  # fmt: skip
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
 
 
@@ -84,12 +85,12 @@ def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
     provenance.fingerprint. Rows hold only atomic values (tokens become a tuple of ints), which keeps
     them cheap for the garbage collector: surviving nested dicts would be rescanned again and again.
     """
-    provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus = _take_fields(sample)
+    provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus, sitting = _take_fields(sample)
     total = usage["total"]
     tokens = None if total is None else _take_tokens(total)  # None: unknown, left out of token figures
     host, gateway = provenance.get("host") or UNKNOWN_HOST, provenance.get("gateway") or ""
     return provenance["fingerprint"], (
-        seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus, host, gateway
+        seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus, host, gateway, str(sitting or "")
     )
 
 
@@ -153,9 +154,10 @@ class _Group:
         tokens = [row[_TOKENS] for row in scored if row[_TOKENS] is not None]
         self.usage_unknown = len(scored) - len(tokens)
         self.cost_equivalent = [cost for cost in costs if cost is not None]
-        # The scored trials in the order they started (the order the within-task comparison pairs them).
+        # The scored trials in the order they started, with their sittings (the within-task comparison
+        # pairs trials of one sitting first).
         self.trials: list[Trial] = sorted(
-            ((str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost) for row, cost in zip(scored, costs)),
+            ((str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost, row[_SITTING]) for row, cost in zip(scored, costs)),
             key=lambda trial: trial[:2],
         )
         self.places: dict[tuple[str, str], PlaceTally] = {}

@@ -33,8 +33,8 @@ differences of arms a and b in the order they were recorded (success: b - a in {
 ``PairedDecision`` with ``decision`` in {"differs", "equivalent", "undecided"}, ``direction`` (+1: b
 higher), ``estimate``, ``interval`` (lo, hi) of an anytime-valid confidence sequence for the mean
 difference, ``e_value`` (the largest value the test e-process reached) and ``n``. "differs": the test
-e-process (success: the sign e-process; tokens: token_e_process, constant bets on the clipped
-log-ratios mixed with the sign e-process) reached 1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
+e-process (success: the sign e-process; tokens: token_e_process, a variance-adaptive bet on the
+clipped log-ratios mixed with the sign e-process) reached 1/alpha; "equivalent": ``margin`` is given and the whole confidence sequence lies inside (-margin,
 margin). Both guarantees hold however often the call is repeated as pairs arrive, so a caller may stop
 a comparison as soon as it is decided.
 
@@ -84,10 +84,13 @@ from .descriptive import (
 )
 from .e_processes import (
     BETS,
+    TOKEN_BET_EFFECT,
     TOKEN_LOG_RATIO_CLIP,
+    TOKEN_MAX_BET,
     TOKEN_SIGN_WEIGHT,
     BettingEvidence,
     SignEvidence,
+    adaptive_e_process,
     betting_e_process,
     clip,
     sign_e_process,
@@ -151,11 +154,14 @@ __all__ = [
     "SUCCESS",
     "SignEvidence",
     "TOKENS",
+    "TOKEN_BET_EFFECT",
     "TOKEN_LOG_RATIO_CLIP",
+    "TOKEN_MAX_BET",
     "TOKEN_SIGN_WEIGHT",
     "UNDECIDED",
     "Verdict",
     "Z_95",
+    "adaptive_e_process",
     "betting_e_process",
     "check_confidence",
     "clip",

@@ -1,6 +1,7 @@
 """E-processes over paired trials in recorded order ("for these tasks"), valid however often they are
-read: the sign e-process (which arm of a pair was higher) and the betting e-process on clipped token
-log-ratios, mixed with the sign one for the token comparison."""
+read: the sign e-process (which arm of a pair was higher), betting e-processes on clipped token
+log-ratios (constant bets, and the variance-adaptive bet of the token comparison), and the token
+comparison's e-process: the adaptive bet mixed with the sign e-process."""
 
 from __future__ import annotations
 
@@ -106,12 +107,9 @@ def sign_e_process(differences: Iterable[float]) -> SignEvidence:
 # process below is a test martingale. Ville's inequality then bounds the chance that it EVER reaches
 # 1/alpha by alpha, however often the report is read and whatever was done between readings.
 TOKEN_LOG_RATIO_CLIP = math.log(2.5)  # a pair 2.5 times apart counts as 2.5 times apart
-# The constant stakes the betting e-process mixes, as shares of wealth on x = clipped value / clip in
-# [-1, 1]: each way, a cautious and a bold one. A mixture of constant bets was chosen over a plug-in
-# (predictable, learned) bet because at the sizes benches have (80 pairs) learning the bet costs more
-# than the mixture's log(4): power for tokens 20% dearer at 8 tasks x 10 trials (trial log-sd 0.3,
-# claim at e >= 40) is about 86% for such a mixture alone and 79% for the aGRAPA plug-in (a simulation
-# of the e-process alone; benchmarks/calibration.py measures the report's).
+# The constant stakes betting_e_process mixes, as shares of wealth on x = clipped value / clip in
+# [-1, 1]: each way, a cautious and a bold one. They suit one noise level (trial cv 0.3) and lose where
+# the noise differs, so the token comparison bets adaptively instead (token_e_process, below).
 BETS = (0.7, 0.95)
 
 
@@ -192,23 +190,103 @@ def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEviden
     return BettingEvidence(pairs, e_now, best_up, best_down)
 
 
-# Share of the token e-process given to the sign e-process. Betting on magnitudes needs many pairs
-# when a gap is small against the clip, however consistent it is (12 pairs all 1.3 times apart reach
-# e ~ 7), where the sign e-process gives 2^12/13 = 315: with 0.3 of it a consistent gap is claimed
-# about as soon as the signs alone would claim it (the example bench's, three arms, claim level 120,
-# reaches e = 136). The price in the e-process-alone simulation above: power 82% instead of 86%.
-TOKEN_SIGN_WEIGHT = 0.3
+# -- the token comparison's bet: a variance-adaptive plug-in of the likelihood ratio ----------------------
+# Under the null the two trials of a pair are exchangeable given the past, so given its size |v| the sign
+# of a pair's clipped log-ratio v is a fair coin. Any bet 1 + g(v) with g odd in v, |g| < 1, and chosen
+# from the past (and |v|) therefore has conditional mean 1: the wealth is a test martingale, whatever g.
+# The best such g against "the log-ratios are normal with mean d and variance s^2" is the likelihood ratio
+# of that alternative to its mirror image, 2 phi(v - d) / (phi(v - d) + phi(v + d)) = 1 + tanh(d v / s^2)
+# (Shekhar & Ramdas, "Nonparametric two-sample testing by betting", 2023, bet on symmetry; the plug-in
+# as in Waudby-Smith & Ramdas 2024). d and s^2 are unknown, so they are plugged in from the pairs before
+# this one (predictable): s^2 is the running variance shrunk towards TOKEN_PRIOR_VARIANCE, and d is the
+# smallest effect worth betting on, TOKEN_BET_EFFECT, or the running mean when that is larger (shrunk by
+# TOKEN_MEAN_SHRINK pseudo-pairs of 0). One wealth bets that b spends more (d > 0), one that it spends
+# less, and the e-process is their average. Learning the variance is what pays: at 80 pairs it matches the
+# constant bets it replaced where they were tuned (trial cv 0.3, power 80% at e >= 40 in a simulation of
+# the e-process alone, where a bet that knew d and s^2 exactly reached 83%) and beats them where the
+# noise differs (cv 0.5: 29% against 23%; cv 0.5 and tokens 30% dearer: claimed at e >= 120 after 84
+# pairs on average instead of 94). Learning the mean as well (the aGRAPA plug-in, or online Newton step
+# betting) costs more than it gains at these sizes (70% and 50% at cv 0.3).
+TOKEN_BET_EFFECT = math.log(1.2)  # the smallest gap bet on: 20% more or fewer tokens
+TOKEN_PRIOR_VARIANCE = 0.17  # of a pair's log-ratio: two trials of cv 0.3 (2 log(1 + 0.3^2))
+TOKEN_PRIOR_PAIRS = 5.0  # the weight of that prior, in pairs
+TOKEN_MEAN_SHRINK = 10.0  # pseudo-pairs of 0 that the running mean is shrunk with before it can exceed the effect
+TOKEN_MAX_BET = 0.9  # no bet stakes more than this share of the wealth: one reversed pair costs at most 90%
+
+
+class _AdaptiveBetting:
+    """The running state of the token comparison's bet (see above): the log wealth of each side, and the
+    running mean and variance of the clipped log-ratios seen so far (Welford)."""
+
+    def __init__(self, bound: float) -> None:
+        if not bound > 0:
+            raise ValueError(f"the bound must be > 0, got {bound}")
+        self.bound = bound
+        self.log_up = self.log_down = 0.0
+        self.count, self.mean, self.squares = 0, 0.0, 0.0
+
+    def stakes(self, value: float) -> tuple[float, float]:
+        """The shares bet on this clipped value, by each side, from the values before it (and its size)."""
+        variance = (TOKEN_PRIOR_VARIANCE * TOKEN_PRIOR_PAIRS + self.squares) / (self.count + TOKEN_PRIOR_PAIRS)
+        shrunk = self.mean * self.count / (self.count + TOKEN_MEAN_SHRINK)
+        up = math.tanh(max(TOKEN_BET_EFFECT, shrunk) * value / variance)
+        down = math.tanh(max(TOKEN_BET_EFFECT, -shrunk) * value / variance)
+        return clip(up, TOKEN_MAX_BET), clip(down, TOKEN_MAX_BET)
+
+    def add(self, value: float) -> None:
+        value = clip(float(value), self.bound)
+        up, down = self.stakes(value)
+        self.log_up += math.log1p(up)
+        self.log_down += math.log1p(-down)
+        self.count += 1
+        step = value - self.mean
+        self.mean += step / self.count
+        self.squares += step * (value - self.mean)
+
+    def up(self) -> float:
+        return math.exp(min(self.log_up, 700.0))
+
+    def down(self) -> float:
+        return math.exp(min(self.log_down, 700.0))
+
+
+def adaptive_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATIO_CLIP) -> BettingEvidence:
+    """The variance-adaptive betting e-process alone: e = (wealth betting up + wealth betting down) / 2.
+
+    Each wealth is a test martingale under the null (see above), so their average is one. The wealth
+    betting up only ever stakes on positive values (d > 0), so it is a supermartingale whenever b is no
+    higher (a positive sign no likelier than a negative one of the same size): a peak of e reached while
+    it leads is evidence for that direction at the same level, as for the other e-processes.
+    """
+    state = _AdaptiveBetting(bound)
+    e_now, best_up, best_down = 1.0, 1.0, 1.0
+    for value in values:
+        state.add(value)
+        up, down = state.up(), state.down()
+        e_now = (up + down) / 2.0
+        if up > down:
+            best_up = max(best_up, e_now)
+        elif down > up:
+            best_down = max(best_down, e_now)
+    return BettingEvidence(state.count, e_now, best_up, best_down)
+
+
+# Share of the token e-process given to the sign e-process. The adaptive bet stakes up to 90% on a
+# consistent gap once the variance it sees is small, so it needs little help there (the example bench's
+# 12 pairs about 1.7 times apart reach e ~ 515 alone, 12 pairs all 1.3 times apart 70); the sign share stays as insurance against a bet misled by a few clipped
+# pairs, at a cost of at most log(1 / 0.9) in log e (about one point of power in the simulation above).
+TOKEN_SIGN_WEIGHT = 0.1
 
 
 def token_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATIO_CLIP) -> BettingEvidence:
-    """The e-process of the token comparison: TOKEN_SIGN_WEIGHT x sign e-process + the rest x betting e-process.
+    """The e-process of the token comparison: TOKEN_SIGN_WEIGHT x sign e-process + the rest x adaptive_e_process.
 
     A weighted average of two test martingales of the same pairs is one. A direction is credited only
-    while both agree (most signs positive and K_up > K_down, or both the other way): then each part's
-    half for that direction is at least the part itself, so the peak is evidence for that direction
-    at the same level.
+    while both agree (most signs positive and the up wealth ahead, or both the other way): then each
+    part's half for that direction is at least the part itself, so the peak is evidence for that
+    direction at the same level.
     """
-    state = _Betting(bound)
+    state = _AdaptiveBetting(bound)
     log2 = math.log(2.0)
     pairs = nonzero = positives = 0
     log_sign = 0.0

@@ -49,7 +49,7 @@ One module a responsibility, every public name re-exported here:
 """
 
 from .build import build_report
-from .comparisons import BETTING_METHOD, SIGN_METHOD, paired_in_time_order
+from .comparisons import BETTING_METHOD, SIGN_METHOD, paired_in_time_order, paired_within_task
 from .cost import COST_PER_SUCCESS_METHOD
 from .headline import LOGNORMAL_METHOD, MIN_TASKS, NO_INTERVAL, SUCCESS_METHOD, T_METHOD
 from .hosts import where_trials_ran
@@ -65,5 +65,6 @@ __all__ = [
     "T_METHOD",
     "build_report",
     "paired_in_time_order",
+    "paired_within_task",
     "where_trials_ran",
 ]

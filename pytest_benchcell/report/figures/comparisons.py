@@ -120,20 +120,52 @@ def paired_in_time_order(
 ) -> list[tuple[Trial, Trial]]:
     """The paired trials (a, b), in the order the report could first have seen each pair.
 
-    Within a task the k-th trial of a (by start time) pairs with the k-th of b. A pair counts from the
-    later of its two start times, but never before its task had both arms at the floor (the moment
-    the task joined the comparison). So a later reading only appends pairs to the sequence an earlier
-    reading saw, and the sign e-process over it is one test martingale however often it is read.
+    Within a task, trials of one sitting pair first (paired_within_task), so a drift between sittings
+    (the model's or the gateway's mood, shared by every trial of a sitting) cancels in each pair. A pair
+    counts from the later of its two start times, but never before its task had both arms at the floor
+    (the moment the task joined the comparison). So a reading after some sittings only appends pairs
+    to the sequence a reading after fewer saw, and an e-process over it is one test martingale however
+    often it is read.
     """
     keyed = []
     for task in tasks:
         cell_a, cell_b = trials[(a, task)], trials[(b, task)]
         joined = max(cell_a[floor - 1][0], cell_b[floor - 1][0])
-        for k, (trial_a, trial_b) in enumerate(zip(cell_a, cell_b)):
+        for trial_a, trial_b in paired_within_task(cell_a, cell_b):
             completed = max(trial_a[0], trial_b[0])
-            keyed.append((max(joined, completed), completed, task, k, trial_a, trial_b))
-    keyed.sort(key=lambda item: item[:4])
-    return [(item[4], item[5]) for item in keyed]
+            keyed.append((max(joined, completed), completed, task, trial_a[0], trial_b[0], trial_a, trial_b))
+    keyed.sort(key=lambda item: item[:5])
+    return [(item[5], item[6]) for item in keyed]
+
+
+def paired_within_task(cell_a: Sequence[Trial], cell_b: Sequence[Trial]) -> list[tuple[Trial, Trial]]:
+    """One task's pairs from its two cells' trials in start order: the k-th trial of a in a sitting with
+    the k-th of b in the same sitting; the trials left over in their sittings (a sitting that ran one
+    arm more often, or only one arm: one cell per sitting) then pair across sittings, the k-th left over
+    of a with the k-th left over of b, as the only pairs such a store has. Every sitting already read
+    keeps its pairs and its leftovers when later sittings are stored, so pairs are only added.
+    """
+    of_b: dict[str, list[Trial]] = {}
+    for trial in cell_b:
+        of_b.setdefault(_sitting(trial), []).append(trial)
+    taken = dict.fromkeys(of_b, 0)
+    pairs, left_a = [], []
+    for trial in cell_a:
+        sitting = _sitting(trial)
+        same = of_b.get(sitting, ())
+        if taken.get(sitting, 0) < len(same):
+            pairs.append((trial, same[taken[sitting]]))
+            taken[sitting] += 1
+        else:
+            left_a.append(trial)
+    left_b = sorted((t for sitting, same in of_b.items() for t in same[taken[sitting] :]), key=lambda t: t[:2])
+    return pairs + list(zip(left_a, left_b))
+
+
+def _sitting(trial: Sequence[object]) -> object:
+    """The trial's sitting; trials with none recorded (older samples, callers that keep no sittings)
+    share one, so they pair k-th with k-th as before sittings were kept."""
+    return trial[3] if len(trial) > 3 else ""
 
 
 def _pair(evidence: _Evidence, family: stats.Family) -> PairComparison:

@@ -21,7 +21,7 @@ def _cost_per_success(context: _Context, tasks: list[str]) -> CostPerSuccessTabl
     rows = []
     for arm in context.arms:
         cells = [
-            [(cost, passed) for _, passed, cost in context.trials.get((arm, task), []) if cost is not None]
+            [(cost, passed) for _, passed, cost, *_ in context.trials.get((arm, task), []) if cost is not None]
             for task in tasks
         ]
         if not cells or not all(cells):
