@@ -61,7 +61,7 @@ class AgentResult:
 
     @property
     def replies(self) -> int:
-        """Model replies the agent received in full: the sample's `turns` (README "The sample format")."""
+        """Model replies the agent received in full: the sample's `turns` (docs/store.md, "The sample format")."""
         return len(self.api.completed_replies)
 
     @property

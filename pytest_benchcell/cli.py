@@ -22,7 +22,6 @@ from .report import (
     FINGERPRINT_POLICIES,
     ReportError,
     ReportSettings,
-    TaskInfo,
     build_report,
     discover_tasks,
     render_html,

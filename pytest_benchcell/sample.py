@@ -1,6 +1,6 @@
 """The sample record: the one JSON object the store keeps per trial.
 
-Pure values only. The shape is documented in README.md ("The sample format") and in
+Pure values only. The shape is documented in docs/store.md ("The sample format") and in
 docs/architecture.md; SCHEMA_VERSION changes whenever a field changes meaning.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# 2: provenance carries `conditions` and `scoring` (README "Conditions and scoring"), usage.total may
+# 2: provenance carries `conditions` and `scoring` (docs/store.md, "Accumulating samples: conditions and scoring"), usage.total may
 #    be null (unknown), `turns` counts model replies. Schema-1 samples keep their single `fingerprint`.
 SCHEMA_VERSION = 2
 

@@ -181,12 +181,15 @@ def test_the_html_report_renders_in_chromium_with_its_plots(swept, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     plots = dom.stdout.split('<div class="plot">')[1:]
     assert len(plots) == 2 and all("<svg" in plot and "<path" in plot for plot in plots)  # scatter and tier bars
-    # The comparisons' forest plot: one point per metric and pair (4 arms: 6 pairs), drawn by its claim.
+    # The comparisons' forest plot: one point per metric and declared pair (bench.toml declares 3), drawn by its claim.
     forest = dom.stdout.split('<figure class="forest" id="forest-plot">')[1].split("</figure>")[0]
     claims = {"tasks like these": "tasks-like-these", "these tasks": "these-tasks", None: "none"}
     comparisons = json.loads((swept / "report.json").read_text())["comparisons"]
     expected = [f'id="forest-{c["metric"]}-{i}-{claims[p["scope"]]}"' for c in comparisons for i, p in enumerate(c["pairs"])]
-    assert len(expected) == 2 * 6 and re.findall(r'id="forest-[^"]+"', forest) == expected
+    points = [found for found in re.findall(r'id="forest-[^"]+"', forest) if not found.startswith('id="forest-margin-')]
+    assert len(expected) == 2 * 3 and points == expected
+    # bench.toml declares a smallest effect on both metrics: each metric's panel shows its margin band.
+    assert re.findall(r'id="forest-margin-[^"]+"', forest) == ['id="forest-margin-cost_equivalent"', 'id="forest-margin-success"']
     # The trials that did not pass: each named with its reason, its transcript linked, the viewer's command.
     failed = [s for s in stored(swept) if s["outcome"] != "pass"]
     section = dom.stdout.split("<h2>Trials that did not pass</h2>")[1].split("<h2>")[0]

@@ -47,7 +47,7 @@ def load_bench(path: str | Path) -> Bench:
         raw = file.read_bytes()
     except FileNotFoundError:
         raise BenchConfigError(
-            f"{file}: no such bench file; create a bench.toml (see the README) "
+            f"{file}: no such bench file; create a bench.toml (see docs/writing-a-bench.md) "
             f"or point --bench-config at one"
         ) from None
     except IsADirectoryError:

@@ -180,7 +180,7 @@ class Bench:
     def root(self) -> Path:
         return self.path.parent
 
-    # -- what a sample was produced under (README: "Conditions and scoring") ----------------------
+    # -- what a sample was produced under (docs/store.md: "conditions and scoring") ----------------------
     def conditions(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> dict[str, Any]:
         """What decides whether two samples may be pooled: everything the agent meets during the
         trial. Portable: program names, text content and templates as written, never a folder of

@@ -1,7 +1,7 @@
 """pytest hooks of pytest-benchcell: the module pytest loads (entry point pytest11 benchcell). Hooks
 and pytest glue only; the work happens in the cores. This package is the only one that imports pytest.
 
-Outcome mapping (see the README):
+Outcome mapping (docs/sittings.md, "What the pytest outcome means"):
 - scored pass                      -> PASSED
 - scored incorrect/confused/hung   -> FAILED, "<tag>: <reason>" in the short summary
 - invalid (a foreign tool ran)     -> INVALID (letter I), counted apart, never a pass

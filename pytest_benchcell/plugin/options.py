@@ -74,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "first bench.toml from the current directory upwards, else in the rootdir)")
     group.addoption("--bench-fill", type=_fill_target, nargs="?", const=0, default=None, dest="bench_fill",
                     metavar="N|decide", help="run only the trials each cell needs to reach N scored samples (default N: "
-                    "the floor); 'decide': only trials that advance a comparison still undecided (see the README)")
+                    "the floor); 'decide': only trials that advance a comparison still undecided (docs/statistics.md)")
     group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
     group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
@@ -132,7 +132,7 @@ def _load(config: pytest.Config) -> Bench:
     path, source = bench_location(config)
     if source is not None and not path.is_file():
         what = "is a folder" if path.is_dir() else "no such bench file" if not path.exists() else "not a regular file"
-        raise pytest.UsageError(f"{source}: {path}: {what}; allowed: the path of {BENCH_CONFIG_ALLOWED} (see the README)")
+        raise pytest.UsageError(f"{source}: {path}: {what}; allowed: the path of {BENCH_CONFIG_ALLOWED} (see docs/writing-a-bench.md)")
     try:
         return load_bench(path)
     except BenchConfigError as exc:
@@ -140,7 +140,7 @@ def _load(config: pytest.Config) -> Bench:
             raise pytest.UsageError(str(exc)) from None
         raise pytest.UsageError(
             f"no bench.toml in {config.invocation_params.dir} or its parents, nor in the rootdir "
-            f"{config.rootpath}; create one (see the README), or name it with --bench-config PATH or the "
+            f"{config.rootpath}; create one (see docs/writing-a-bench.md), or name it with --bench-config PATH or the "
             f"ini key bench_config"
         ) from None
 

@@ -104,7 +104,7 @@ class Figure:
     median: float | None  # mean over the same tasks of the per-task medians
     n_tasks: int
     n_samples: int
-    method: str  # how low/high were computed (the README's "How the figures are computed")
+    method: str  # how low/high were computed (docs/statistics.md, "How the figures are computed")
 
 
 @dataclass(frozen=True)

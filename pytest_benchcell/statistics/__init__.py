@@ -39,7 +39,7 @@ margin). Both guarantees hold however often the call is repeated as pairs arrive
 a comparison as soon as it is decided.
 
 benchmarks/calibration.py measures coverage, error rates and power of each method at the sizes benches
-have (4 to 8 tasks, 3 to 10 trials per cell); the README quotes its table.
+have (4 to 8 tasks, 3 to 10 trials per cell); docs/statistics.md quotes its table.
 
 Conventions: quantiles are type 7 (Hyndman & Fan, the default of numpy and R): for sorted
 x_0..x_{m-1} and level q, h = (m-1)q, Q(q) = x_floor(h) + (h - floor(h)) (x_floor(h)+1 - x_floor(h)).

@@ -1,6 +1,6 @@
 """The figures: from per-cell summaries to every table of the report (statistics/ has the formulas).
 
-How the figures are made (the README repeats this):
+How the figures are made (docs/statistics.md repeats this):
 
 * Only ``scored`` samples enter success, tokens, turns and duration. ``invalid`` and ``error`` samples
   are counted apart per arm. A ``hung`` trial counts with whatever usage it had (it is not zeroed, so

@@ -40,7 +40,7 @@ _Pick = Callable[[CellSummary], CellFigure]
 
 
 def _interval_over_tasks(context: _Context, values: Sequence[float], seed: int) -> tuple[float | None, float | None, str]:
-    """The interval of a per-arm figure about tasks like these (the README's "How the figures are computed").
+    """The interval of a per-arm figure about tasks like these (docs/statistics.md, "How the figures are computed").
 
     Positive values (costs, tokens, turns, times: right-skewed over tasks) get the lognormal
     generalized interval; a figure with a zero task mean gets the t interval, cut at 0 (it cannot be
