@@ -216,35 +216,64 @@ def test_the_readme_declaration_is_the_example_benchs() -> None:
     assert "120 for the example's three pairs" in FLAT and len(bench.comparisons) * 2 / 0.05 == 120
 
 
-def test_the_measured_figures_quoted_are_the_tables_and_meet_their_goals() -> None:
-    # The README quotes benchmarks/allocation.py; a quoted figure that is not in its table, or that
-    # misses its goal, is a false promise.
+def test_the_measured_figures_quoted_are_the_table_and_say_whether_they_meet_their_goals() -> None:
+    # The docs quote benchmarks/allocation.py; a quoted figure that is not in its table, or a missed goal
+    # the prose does not call missed (by how much), is a false promise.
     import re
 
     table = SECTION.split("<summary>The table of that run</summary>", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
     rows = [line for line in table.splitlines() if line.strip()]
 
-    def measured(world: str, tasks: int, what: str) -> float:
+    def measured(world: str, tasks: int, what: str) -> tuple[float, str]:
+        """The figure of the world's row containing `what`, and its met column ("yes", "NO", "")."""
         for index, line in enumerate(rows):
             if line.startswith(f"{world}, {tasks} tasks, equal allocation"):
-                block = rows[index : index + 5]
-                found = next(row for row in block if what in row)
-                return float(re.findall(r"([\d.]+)% (?:\(|fewer)", found)[0])
+                found = next(row for row in rows[index : index + 5] if what in row)
+                met = found.split()[-1]
+                return float(re.findall(r"([\d.]+)% (?:\(\d|fewer)", found)[0]), met if met in ("yes", "NO") else ""
         raise AssertionError(f"no rows for {world} at {tasks} tasks")
 
-    level = re.search(r"in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories under decide "
-                      r"\(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%. - \*\*Wrong", FLAT)  # fmt: skip
-    wrong = re.search(r"direction, in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories "
-                      r"under decide \(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%", FLAT)  # fmt: skip
-    saved = re.search(r"decide spends \*\*([\d.]+)% fewer\*\* tokens at 8 tasks and \*\*([\d.]+)% fewer\*\* at 20 "
-                      r"\(goal ≥ 30%\)", FLAT)  # fmt: skip
-    assert level and wrong and saved
-    for match, world in ((level, "identical arms"), (wrong, "arms that differ")):
-        decide_8, decide_20, equal_8, equal_20 = map(float, match.groups())
-        assert max(decide_8, decide_20) <= 5.0
-        assert decide_8 == measured(world, 8, "--bench-fill decide") and decide_20 == measured(world, 20, "--bench-fill decide")
-        assert equal_8 == measured(world, 8, "equal allocation") and equal_20 == measured(world, 20, "equal allocation")
-    fewer_8, fewer_20 = map(float, saved.groups())
-    assert min(fewer_8, fewer_20) >= 30.0
-    assert (fewer_8, fewer_20) == (measured("arms that differ", 8, "tokens until"), measured("arms that differ", 20, "tokens until"))
-    assert "NO" not in table.split()
+    def quoted(sentence: str) -> tuple[list[float], str | None]:
+        found = re.search(sentence, FLAT)
+        assert found, f"the docs no longer say: {sentence}"
+        *figures, missed = found.groups()
+        return [float(f) for f in figures], missed
+
+    def says_whether_met(figures: list[float], table: list[tuple[float, str]], goal: float, missed: str | None) -> None:
+        assert figures == [figure for figure, _ in table]
+        assert all(met in ("yes", "NO") for _, met in table)
+        margins = [f"{abs(goal - figure):.1f} points" for figure, met in table if met == "NO"]
+        assert (missed is not None) == bool(margins), "a missed goal must be called missed, and only then"
+        assert all(margin in (missed or "") for margin in margins), f"{missed} must say by how much: {margins}"
+
+    level = (r"in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories under decide "
+             r"\(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%(: missed [^;]*?)?\.\s")  # fmt: skip
+    wrong = (r"direction, in \*\*([\d.]+)%\*\* \(8 tasks\) and \*\*([\d.]+)%\*\* \(20 tasks\) of histories "
+             r"under decide \(equal allocation: ([\d.]+)% and ([\d.]+)%\); goal ≤ 5%(: missed [^;]*?)?\.\s")  # fmt: skip
+    for sentence, world in ((level, "identical arms"), (wrong, "arms that differ")):
+        figures, missed = quoted(sentence)
+        table = [measured(world, tasks, what) for what in ("--bench-fill decide", "equal allocation") for tasks in (8, 20)]
+        says_whether_met(figures, table, 5.0, missed)
+    saved = (r"decide spends \*\*([\d.]+)% fewer\*\* tokens at 8 tasks and \*\*([\d.]+)% fewer\*\* at 20 "
+             r"\(SE [\d.]+ and [\d.]+; goal ≥ 30%(: missed [^)]*?)?\)")  # fmt: skip
+    split = (r"one metric differs and the other is equivalent .*? decide spends \*\*([\d.]+)% fewer\*\* at 8 tasks and "
+             r"\*\*([\d.]+)% fewer\*\* at 20 \(SE [\d.]+ and [\d.]+; goal ≥ 45%, issue 27(: missed [^)]*?)?\)")  # fmt: skip
+    for sentence, world, goal in ((saved, "arms that differ", 30.0), (split, "one metric differs, the other equivalent", 45.0)):
+        figures, missed = quoted(sentence)
+        says_whether_met(figures, [measured(world, tasks, "tokens until") for tasks in (8, 20)], goal, missed)
+    # The wrong claims of the other two worlds, quoted together: every one meets its goal.
+    elsewhere, _ = quoted(r"In the two worlds below: ([\d.]+)% and ([\d.]+)% under decide \(([\d.]+)% and ([\d.]+)% equal\) "
+                          r"where one metric differs and the other is equivalent, ([\d.]+)% and ([\d.]+)% \(([\d.]+)% and "
+                          r"([\d.]+)%\) with the in-between effect()")  # fmt: skip
+    table = [measured(world, tasks, what) for world in ("one metric differs, the other equivalent", "an in-between effect")
+             for what in ("--bench-fill decide", "equal allocation") for tasks in (8, 20)]  # fmt: skip
+    says_whether_met(elsewhere, table, 5.0, None)
+    # The drift the pairing within sittings absorbs, quoted where the docs explain why.
+    drift, _ = quoted(r"decide claimed a difference in ([\d.]+)% of histories at 8 tasks()")
+    assert drift == [measured("identical arms", 8, "--bench-fill decide")[0]]
+    # The figures without a goal: the same decisions, and the savings of the other worlds.
+    same, _ = quoted(r"reaching the same decisions as equal allocation in ([\d.]+)% and ([\d.]+)% of histories()")
+    assert same == [measured("arms that differ", tasks, "same decisions")[0] for tasks in (8, 20)]
+    others, _ = quoted(r"decide still spends ([\d.]+)% and ([\d.]+)% fewer, with identical arms \(every comparison an "
+                       r"equivalence, decided about together\) ([\d.]+)% and ([\d.]+)% fewer()")  # fmt: skip
+    assert others == [measured(world, tasks, "tokens until")[0] for world in ("an in-between effect", "identical arms") for tasks in (8, 20)]
