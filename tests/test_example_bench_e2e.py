@@ -245,16 +245,22 @@ def test_the_raw_api_arm_cannot_reach_another_host_or_port(bench_copy):
 def test_ctrl_c_mid_trial_stops_the_service(bench_copy):
     process = run(bench_copy, "--bench-arm", "raw-api", "--bench-task", "close-export", "--bench-trials", "1",
                   env_extra={"SERVICE_SPY_STALL": "1"}, wait=False)  # fmt: skip
+    # The pre-flight provisions (and tears down) its own environment first, as trial 0: wait for the
+    # trial's, and for its service to listen (the spy notes an environment as it is provisioned).
     deadline = time.monotonic() + 60
-    while not spied(bench_copy) and time.monotonic() < deadline:
+    trials = []
+    while time.monotonic() < deadline:
+        trials = [t for t in spied(bench_copy) if t["trial"] != 0]
+        if trials and listening(trials[0]["port"]):
+            break
         time.sleep(0.2)
-    (trial,) = spied(bench_copy)
+    (trial,) = trials
     assert listening(trial["port"])
     time.sleep(2)  # the agent is waiting on the stalled model
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 2, output
-    assert_nothing_left([trial])
+    assert_nothing_left(spied(bench_copy))  # the trial's service and the pre-flight's
     (sample,) = stored(bench_copy)
     assert sample["status"] == "error" and "interrupted" in sample["reason"]
 
