@@ -175,7 +175,12 @@ def betting_e_process(values: Iterable[float], *, bound: float) -> BettingEviden
     so a peak of e reached then is evidence for that direction at the same level (and the same below),
     as for the sign e-process.
     """
-    state = _Betting(bound)
+    return _followed(_Betting(bound), values)
+
+
+def _followed(state: _Betting | _AdaptiveBetting, values: Iterable[float]) -> BettingEvidence:
+    """Feed ``values`` to a two-sided bet (``state``: add, up, down) and keep its mixture's value and the
+    peaks it reached while each direction led."""
     pairs = 0
     e_now, best_up, best_down = 1.0, 1.0, 1.0
     for value in values:
@@ -258,17 +263,7 @@ def adaptive_e_process(values: Iterable[float], *, bound: float = TOKEN_LOG_RATI
     higher (a positive sign no likelier than a negative one of the same size): a peak of e reached while
     it leads is evidence for that direction at the same level, as for the other e-processes.
     """
-    state = _AdaptiveBetting(bound)
-    e_now, best_up, best_down = 1.0, 1.0, 1.0
-    for value in values:
-        state.add(value)
-        up, down = state.up(), state.down()
-        e_now = (up + down) / 2.0
-        if up > down:
-            best_up = max(best_up, e_now)
-        elif down > up:
-            best_down = max(best_down, e_now)
-    return BettingEvidence(state.count, e_now, best_up, best_down)
+    return _followed(_AdaptiveBetting(bound), values)
 
 
 # Share of the token e-process given to the sign e-process. The adaptive bet stakes up to 90% on a
