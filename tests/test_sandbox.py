@@ -787,3 +787,26 @@ def test_sandbox_mode_and_arm_network_are_checked_at_load(pytester: pytest.Pytes
     result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]arms.shell[]] network has value '10.1.2.3:80'; allowed: loopback endpoints*"])
+
+
+def test_the_network_holders_info_is_read_past_fd_setsize() -> None:
+    # A long xdist worker (or any process with many files open) gets pipe numbers past select()'s
+    # FD_SETSIZE of 1024; the sandbox's network must still read its holder's info there.
+    import resource
+
+    from pytest_benchcell.isolation.sandbox.network import _read_all
+
+    high = 1500
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= high:
+        pytest.skip(f"the open-files limit ({hard}) does not reach fd {high}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, high + 1), hard))
+    read_end, write_end = os.pipe()
+    try:
+        os.dup2(read_end, high)
+        os.write(write_end, b'{"child-pid": 42}')
+        assert _read_all(high, 5.0) == '{"child-pid": 42}'
+    finally:
+        for fd in (read_end, write_end, high):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

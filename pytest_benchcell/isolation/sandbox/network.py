@@ -154,20 +154,23 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 
 def _read_all(fd: int, timeout: float) -> str:
-    import select
+    # selectors, not select.select: a process with many files open (a long xdist worker) gets pipe
+    # numbers past FD_SETSIZE (1024), which select() refuses and poll/epoll take.
+    import selectors
 
     chunks = []
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        if b"}" in chunk:
-            break
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(max(0.0, deadline - time.monotonic())):
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if b"}" in chunk:
+                break
     return b"".join(chunks).decode(errors="replace")
 
 
