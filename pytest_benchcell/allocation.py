@@ -27,15 +27,13 @@ the cell's mean, else the arm's, else the bench's.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .sample import TOKEN_COMPONENTS
+from .statistics.decisions import DIFFERS, EQUIVALENT, METRICS, UNDECIDED
 
-METRICS = ("success", "tokens")
-DIFFERS, EQUIVALENT, UNDECIDED = "differs", "equivalent", "undecided"
 DECIDED = (DIFFERS, EQUIVALENT)
 # The most rounds one plan gives a pair: far beyond any budget; keeps a plan with free trials finite.
 MAX_ROUNDS = 10_000
