@@ -20,7 +20,8 @@ REPO = docs_text.REPO
 FRESH_MACHINE_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
     ".venv/bin/pytest --bench-arm cli-skill --bench-task close-export --bench-scripted",
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -n auto",
+    "python3 -m venv .venv && .venv/bin/pip install -q uv && .venv/bin/uv pip install -q -p .venv -e '.[test]' && "
+    ".venv/bin/pytest -n auto",
 )
 KEYS_TABLE = docs_text.KEYS_TABLE
 
@@ -51,6 +52,12 @@ def test_the_front_page_opens_with_the_two_commands_and_fits_in_200_lines() -> N
     assert first[:2] == (2, "Two commands on a fresh machine")
     commands = [line for line in docs_text.section(first[1]).splitlines() if line.startswith("python3 -m venv")]
     assert tuple(commands) == FRESH_MACHINE_COMMANDS
+
+
+def test_ci_runs_the_readmes_test_command_word_for_word() -> None:
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert FRESH_MACHINE_COMMANDS[1] in lines
+    assert lines[-1] == FRESH_MACHINE_COMMANDS[1], "the test command is .ci/run's last step: its exit status is CI's"
 
 
 def keys_table() -> dict[str, tuple[str, ...]]:
