@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import harness
@@ -316,7 +317,26 @@ def power(rng: random.Random, histories: int) -> list[Row]:
             f", failures {CORRELATED_FAILURE}x, drift log-sd {SITTING_DRIFT}" if correlated else "")
         rows.append(Row(f"power: tokens +20% in every task ({noise}), {tasks} tasks x 10 sittings, any reading (SE {se(tokens, histories)})",
                         share(tokens, histories), f">= {100 * goal:.0f}%" if goal else "-", tokens / histories >= goal if goal else None))  # fmt: skip
+        if goal and not (tails or correlated):
+            ceiling = neyman_pearson_ceiling(pairs=tasks * 10, cv=cv)
+            rows.append(Row(f"  ... ceiling of ANY test at this level: read once at {tasks * 10} pairs, variance known (Neyman-Pearson)",
+                            f"{100 * ceiling:.1f}%", "-", None))  # fmt: skip
     return rows
+
+
+def neyman_pearson_ceiling(*, pairs: int, cv: float, ratio: float = 1.2, alpha: float = 0.05, metrics: int = 2) -> float:
+    """The power of the most powerful test that claims "b spends more" at the family's level, given every
+    advantage: normal log-noise of known variance, no clipping, read only once, at the last sitting.
+
+    The family spends alpha over `metrics` comparisons (Bonferroni, as statistics.decide does), and a
+    comparison can be claimed either way, so each direction gets alpha / metrics / 2. By the
+    Neyman-Pearson lemma no test of that level has more power against this alternative, and a test
+    valid at every reading is one such test: a goal above this figure cannot be met at this level.
+    """
+    pair_sd = math.sqrt(2 * math.log(1 + cv * cv))  # log-ratio of two lognormal trials of this cv
+    signal = math.log(ratio) / pair_sd * math.sqrt(pairs)
+    critical = NormalDist().inv_cdf(1 - alpha / metrics / 2)
+    return NormalDist().cdf(signal - critical)
 
 
 def se(hits: int, n: int) -> str:

@@ -303,3 +303,29 @@ def test_the_readme_figure_of_the_api_classification_meets_its_target() -> None:
     assert f"[--replies {quoted.group(4)}] [--deltas {quoted.group(5)}]" in str(script.__doc__)  # its defaults
     messages = script.trial_stream(int(quoted.group(4)), int(quoted.group(5)))
     assert f"{len(messages):,}" == quoted.group(3)
+
+
+def test_the_token_power_ceilings_are_the_neyman_pearson_bound_of_the_script() -> None:
+    """The ceiling rows are computed, not simulated: the docs' table and prose quote the script's own function,
+    and a goal above its ceiling is said to be out of reach of any test at this level."""
+    import importlib.util
+    import sys
+
+    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
+    sys.path.insert(0, str(benchmarks))  # calibration.py imports its sibling harness.py
+    try:
+        spec = importlib.util.spec_from_file_location("calibration", benchmarks / "calibration.py")
+        assert spec is not None and spec.loader is not None
+        script = importlib.util.module_from_spec(spec)
+        sys.modules["calibration"] = script  # its dataclasses look their module up there
+        spec.loader.exec_module(script)
+    finally:
+        sys.path.remove(str(benchmarks))
+        sys.modules.pop("calibration", None)
+    ceilings = re.findall(r"ceiling of ANY test at this level: read once at (\d+) pairs.*?\s([\d.]+)%\s+-$", CALIBRATION, flags=re.M)
+    computed = [f"{100 * script.neyman_pearson_ceiling(pairs=80, cv=cv):.1f}" for cv in (0.3, 0.5)]
+    assert ceilings == [("80", computed[0]), ("80", computed[1])]
+    # The bound is the one-sided z test at alpha / 2 metrics / 2 directions: it falls as the noise grows.
+    assert float(computed[1]) < 60.0 < float(computed[0])
+    says(f"claims more than {computed[0]}% at CV 0.3 or {computed[1]}% at CV 0.5; the goal at CV 0.5 is above "
+         "what any test at this level can reach")
