@@ -8,9 +8,12 @@ not break them. The pages come in the site's order: README.md, then docs/index.m
 from __future__ import annotations
 
 import copy
+import importlib.util
 import re
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -18,6 +21,22 @@ from markdown_it import MarkdownIt
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 FRONT_PAGE = REPO / "README.md"
+
+
+def benchmark_script(name: str) -> ModuleType:
+    """benchmarks/NAME.py as a module, loaded as when it runs: its folder on sys.path while it loads (it
+    imports its sibling harness.py), and itself in sys.modules (its dataclasses look their module up there)."""
+    folder = str(REPO / "benchmarks")
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[name] = script
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(script)
+    finally:
+        sys.path.remove(folder)
+    return script
 
 
 def pages() -> list[Path]:

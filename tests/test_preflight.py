@@ -611,13 +611,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @functools.cache
 def preflight_cost_script():  # type: ignore[no-untyped-def]
     """benchmarks/preflight_cost.py as a module: its target, and its loader of the example bench's hooks."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("preflight_cost", ROOT / "benchmarks" / "preflight_cost.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    return docs_text.benchmark_script("preflight_cost")
 
 
 def example_hooks():  # type: ignore[no-untyped-def]

@@ -287,13 +287,7 @@ def test_equivalence_is_the_whole_confidence_sequence_inside_the_margin() -> Non
 
 def test_the_readme_figure_of_the_api_classification_meets_its_target() -> None:
     # The README quotes benchmarks/api_classification.py; a quoted figure past its stated target is a false promise.
-    import importlib.util
-
-    repo = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("api_classification", repo / "benchmarks" / "api_classification.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = docs_text.benchmark_script("api_classification")
     (row,) = [line for line in docs_text.text().splitlines() if line.startswith("|") and "benchmarks/api_classification.py" in line]
     target = re.search(r"\| <= ([\d.]+) ms for a long trial: met \|$", row)
     assert target and float(target.group(1)) == script.TARGET_MS_PER_TRIAL
@@ -308,20 +302,7 @@ def test_the_readme_figure_of_the_api_classification_meets_its_target() -> None:
 def test_the_token_power_ceilings_are_the_neyman_pearson_bound_of_the_script() -> None:
     """The ceiling rows are computed, not simulated: the docs' table and prose quote the script's own function,
     and a goal above its ceiling is said to be out of reach of any test at this level."""
-    import importlib.util
-    import sys
-
-    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
-    sys.path.insert(0, str(benchmarks))  # calibration.py imports its sibling harness.py
-    try:
-        spec = importlib.util.spec_from_file_location("calibration", benchmarks / "calibration.py")
-        assert spec is not None and spec.loader is not None
-        script = importlib.util.module_from_spec(spec)
-        sys.modules["calibration"] = script  # its dataclasses look their module up there
-        spec.loader.exec_module(script)
-    finally:
-        sys.path.remove(str(benchmarks))
-        sys.modules.pop("calibration", None)
+    script = docs_text.benchmark_script("calibration")
     ceilings = re.findall(r"ceiling of ANY test at this level: read once at (\d+) pairs.*?\s([\d.]+)%\s+-$", CALIBRATION, flags=re.M)
     computed = [f"{100 * script.neyman_pearson_ceiling(pairs=80, cv=cv):.1f}" for cv in (0.3, 0.5)]
     assert ceilings == [("80", computed[0]), ("80", computed[1])]

@@ -183,17 +183,11 @@ def test_merging_a_spool_keeps_the_numbers_its_sitting_reserved(tmp_path: Path) 
     assert json.loads(dest.reservations_path(cell).read_text().splitlines()[-1])["trials"] == [4]
 
 
-def test_the_readme_figure_of_the_trip_back_meets_its_target(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_readme_figure_of_the_trip_back_meets_its_target() -> None:
     # The README quotes benchmarks/remote_gateways.py; a quoted figure past its stated target is a false promise.
-    import importlib.util
     import re
 
-    repo = Path(__file__).resolve().parent.parent
-    monkeypatch.syspath_prepend(str(repo / "benchmarks"))  # where the script finds its harness, as when it runs
-    spec = importlib.util.spec_from_file_location("remote_gateways", repo / "benchmarks" / "remote_gateways.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = docs_text.benchmark_script("remote_gateways")
     TARGET_TRIP_MS = script.TARGET_TRIP_MS
     row = docs_text.table_row("benchmarks/remote_gateways.py")
     target = re.search(r"\| trip back <= ([\d.]+) ms per sample: met \|$", row)

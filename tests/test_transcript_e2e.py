@@ -210,23 +210,17 @@ def test_pruning_keeps_samples_and_reports_and_merge_carries_transcripts(bench: 
 
 
 def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the_example_bench(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """README, Benchmarks: the row of benchmarks/transcript_size.py. One task in every arm, measured
     the way the script measures, lands between half the stated median and the stated maximum."""
-    import importlib.util
     import re
 
-    repo = Path(__file__).resolve().parent.parent
     row = docs_text.table_row("benchmarks/transcript_size.py")
     figures = re.search(r"median ([\d,]+) bytes per trial compressed \(([\d,]+) bytes of JSON inside, ([\d.]+)x\), max ([\d,]+)", row)
     assert figures, f"README's transcript_size row no longer states its figures: {row}"
     median, _, ratio, largest = (float(value.replace(",", "")) for value in figures.groups())
-    monkeypatch.syspath_prepend(str(repo / "benchmarks"))  # where the script finds its harness, as when it runs
-    spec = importlib.util.spec_from_file_location("transcript_size", repo / "benchmarks" / "transcript_size.py")
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = docs_text.benchmark_script("transcript_size")
     script.sitting(tmp_path / "store", "all", "count-open", 1, 1)
     rows = script.measure(tmp_path / "store")
     assert sorted(str(row["arm"]) for row in rows) == ["cli-skill", "mcp", "native", "raw-api"]
