@@ -810,3 +810,22 @@ def test_the_network_holders_info_is_read_past_fd_setsize() -> None:
         for fd in (read_end, write_end, high):
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_stopping_waits_for_every_process_of_the_groups_not_only_their_leader() -> None:
+    # CI saw the namespace's shell still running after stop(): bubblewrap, the leader stop() waits
+    # for, had died, and the shell reparented to init was still running its exit on a loaded machine.
+    from pytest_benchcell.isolation.sandbox.network import _running_in_groups, _wait_groups_gone
+
+    leader = subprocess.Popen(["sh", "-c", "sleep 0.5 & exit 0"], start_new_session=True)
+    leader.wait()
+    assert _running_in_groups({leader.pid})  # the leader is gone, its group's sleep is not
+    assert _wait_groups_gone({leader.pid}, 10.0)
+    assert not _running_in_groups({leader.pid})
+
+    stuck = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert not _wait_groups_gone({stuck.pid}, 0.1)
+    finally:
+        stuck.kill()
+        stuck.wait()

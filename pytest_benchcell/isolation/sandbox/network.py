@@ -18,6 +18,7 @@ from .tool import SandboxError, SandboxTool
 
 LOOPBACK = re.compile(r"^127(\.\d{1,3}){3}$")
 READY_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, order=True)
@@ -128,8 +129,13 @@ class TrialNetwork:
         return self.holder is not None and self.holder.poll() is None and all(p.poll() is None for p in self.outside)
 
     def stop(self) -> None:
-        for process in [*([self.holder] if self.holder else []), *self.outside]:
+        """Kill the holder's and the relays' process groups and return once none of their processes
+        runs. Waiting for bubblewrap is not enough: its shell and the inner relays are reparented
+        when it dies and may still be running their exit under load, holding the namespace."""
+        processes = [*([self.holder] if self.holder else []), *self.outside]
+        for process in processes:
             _kill(process)
+        _wait_groups_gone({process.pid for process in processes}, STOP_TIMEOUT_S)
         self.outside = []
         self.holder = None
 
@@ -151,6 +157,31 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+
+
+def _wait_groups_gone(groups: set[int], timeout: float) -> bool:
+    """Until no process of these process groups runs (exited ones waiting to be reaped do not count);
+    False if some still runs after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while _running_in_groups(groups):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _running_in_groups(groups: set[int]) -> bool:
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                state, _parent, group = stat.read().rpartition(")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(group) in groups and state not in "ZX":
+            return True
+    return False
 
 
 def _read_all(fd: int, timeout: float) -> str:
