@@ -31,6 +31,7 @@ def samples(root: Path, arm: str, task: str) -> list[dict]:
 
 
 # -- turns and unknown usage ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_turns_are_model_replies_at_the_cap_and_hung_without_reply_has_unknown_usage(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     sitting(pytester, "shell", "loop-forever", "--bench-trials", "1", "--bench-turn-cap", "4").assert_outcomes(failed=1)

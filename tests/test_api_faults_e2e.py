@@ -121,6 +121,7 @@ def test_a_broken_stream_the_cli_asks_again_for_is_the_agents_trial(
 # -------------------------------------------------------------- faults that end the trial
 
 
+@pytest.mark.slow
 def test_500_on_every_request_is_an_api_error_at_the_backstop_never_hung(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,6 +144,7 @@ def test_500_on_every_request_is_an_api_error_at_the_backstop_never_hung(
     assert [e["fault"] for e in events if e["kind"] == "api_fault"] == ["failing"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("step", "attempts", "ended"),
     [
@@ -206,6 +208,7 @@ def test_an_api_that_stalls_mid_reply_is_an_error_at_api_stall_ms_not_at_the_bac
     assert [e["stall_ms"] for e in events if e["kind"] == "api_stall"] == [2000]
 
 
+@pytest.mark.slow
 def test_a_slow_model_that_never_falls_silent_for_api_stall_ms_is_no_stall(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,6 +222,7 @@ def test_a_slow_model_that_never_falls_silent_for_api_stall_ms_is_no_stall(
     assert sample["turns"] == 3 and sample["api_error"] is None and sample["api_wait_ms"] == 0
 
 
+@pytest.mark.slow
 def test_a_reply_cut_by_the_backstop_is_incomplete_and_no_turn(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,6 +241,7 @@ def test_a_reply_cut_by_the_backstop_is_incomplete_and_no_turn(
     assert [(r["complete"], r["stop_reason"]) for r in responses] == [(True, "tool_use"), (False, None)]
 
 
+@pytest.mark.slow
 def test_replies_without_usage_are_stored_as_unknown_and_a_budget_stops_the_sitting(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -259,6 +264,7 @@ def test_replies_without_usage_are_stored_as_unknown_and_a_budget_stops_the_sitt
     assert [s["usage"]["total"] for s in samples(pytester)] == [None, None, None]
 
 
+@pytest.mark.slow
 def test_n_trials_in_a_row_the_api_ended_stop_the_sitting(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -280,6 +286,7 @@ def test_n_trials_in_a_row_the_api_ended_stop_the_sitting(
 # -------------------------------------------------------------- under xdist
 
 
+@pytest.mark.slow
 def test_under_xdist_refused_credentials_stop_every_worker_after_its_first_trial(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -297,6 +304,7 @@ def test_under_xdist_refused_credentials_stop_every_worker_after_its_first_trial
     assert not list((pytester.path / ".benchcell-spool").glob("*.stop"))  # the stop note is gone with the sitting
 
 
+@pytest.mark.slow
 def test_under_xdist_the_controller_stops_the_sitting_on_failures_across_its_workers(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,6 +335,7 @@ def pytest_benchcell_update_sample(trial, sample):
 """
 
 
+@pytest.mark.slow
 def test_under_xdist_a_worker_runs_no_trial_once_the_controller_noted_the_stop(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -51,6 +51,7 @@ def test_reruns_under_xdist_keep_one_sample_per_trial_and_junit_gets_the_sample(
     assert {(p["benchcell_status"], p["benchcell_outcome"]) for p in properties} == {("scored", "incorrect")}
 
 
+@pytest.mark.slow
 def test_a_global_timeout_shorter_than_a_trial_does_not_cut_it(pytester: pytest.Pytester) -> None:
     write_bench(pytester, conftest=SLOW_HELLO)
     result = sitting(pytester, "--bench-trials", "2", "--timeout", "1")
@@ -70,6 +71,7 @@ def pytest_collection_modifyitems(items):
 '''
 
 
+@pytest.mark.slow
 def test_a_trial_cut_by_pytest_timeout_is_recorded_and_the_next_trial_works(pytester: pytest.Pytester) -> None:
     write_bench(pytester, conftest=CUT_FIRST_STALL)
     result = sitting(pytester, "--bench-trials", "1", task="stall,say-hello")

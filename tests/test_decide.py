@@ -73,6 +73,7 @@ def test_collect_only_shows_the_plan_and_the_reason_for_each_cell(pytester: pyte
     assert trial_numbers(pytester, "bare") == [1]  # a preview: nothing ran, nothing reserved
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
     seed_store(pytester)
@@ -90,6 +91,7 @@ def test_a_decide_sitting_runs_its_plan(pytester: pytest.Pytester) -> None:
     assert (trial_numbers(pytester, "shell"), trial_numbers(pytester, "bare")) == ([1, 2, 3, 4, 5], [1, 2, 3])
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_every_xdist_worker_runs_the_controllers_plan(pytester: pytest.Pytester) -> None:
     seed_store(pytester)

@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import docs_text
+import pytest
 from markdown_it import MarkdownIt
 
 REPO = docs_text.REPO
@@ -26,6 +27,7 @@ FRESH_MACHINE_COMMANDS = (
 KEYS_TABLE = docs_text.KEYS_TABLE
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_every_warning_an_error(tmp_path: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(REPO / "docs"), str(tmp_path)],
@@ -75,6 +77,7 @@ def test_the_bench_toml_reference_lists_exactly_the_keys_the_loader_accepts() ->
         )
 
 
+@pytest.mark.slow
 def test_every_key_the_loader_accepts_is_described_outside_the_table() -> None:
     """Named in a TOML example (`key =` commented or not, or `[arms.a.key.b]`) or in the prose (`key`) of some page."""
     documents = [(docs_text.where(path), path.read_text(encoding="utf-8")) for path in docs_text.pages()]

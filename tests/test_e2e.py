@@ -92,6 +92,7 @@ def test_turn_cap_makes_a_confused_trial(pytester: pytest.Pytester) -> None:
     assert len(sample["tool_calls"]) >= 2
 
 
+@pytest.mark.slow
 def test_wall_clock_backstop_makes_a_hung_trial_and_leaves_no_cli_behind(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     started = time.monotonic()
@@ -120,6 +121,7 @@ def test_a_foreign_command_is_denied_and_never_runs(pytester: pytest.Pytester) -
     assert sample["leaks"] == []
 
 
+@pytest.mark.slow
 def test_deepening_continues_numbering_across_sittings_and_keeps_gaps(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     sitting(pytester, "bare", "say-hello", "--bench-trials", "2").assert_outcomes(passed=2)

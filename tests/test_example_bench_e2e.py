@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from benches import file_bytes
+from made_once import made_once
 
 from pytest_benchcell.isolation.sandbox import find_sandbox
 
@@ -124,18 +125,23 @@ SWEEP_TASKS = ("reopen-typo", "close-duplicate")
 REPORTS = ("md", "json", "html")
 
 
-@pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    """One sweep, shared: every arm x two tasks x three trials with -n 2, then the reports."""
-    folder = copy_bench(tmp_path_factory.mktemp("sweep"))
+def sweep(folder):
+    """Every arm x two tasks x three trials with -n 2, then the reports."""
+    copy_bench(folder)
     code, output = run(folder, "--bench-arm", "all", "--bench-task", ",".join(SWEEP_TASKS), "--bench-trials", "3", "-n", "2")
     assert code == 1, output  # one cell fails by design (mcp close-duplicate: a collateral edit)
     reports = [f"--bench-report-{kind}={folder / f'report.{kind}'}" for kind in REPORTS]
     code, output = run(folder, *reports)
     assert code == 0 and all((folder / f"report.{kind}").is_file() for kind in REPORTS), output
-    return folder
 
 
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """One sweep for the whole run, read by the tests below (which must not change it)."""
+    return made_once(tmp_path_factory, "example-sweep", sweep)
+
+
+@pytest.mark.slow
 def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
     samples = stored(swept)
     keys = sorted((s["arm"], s["task"], s["trial"]) for s in samples)
@@ -154,6 +160,7 @@ def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
     assert_nothing_left(started)  # every service stopped, the pre-flight's too: no process, no listening socket
 
 
+@pytest.mark.slow
 def test_the_per_trial_token_never_reaches_the_store_or_a_report(swept):
     samples, trials = stored(swept), spied(swept)
     # The raw-api arm ran `curl -v`, whose output shows the Authorization header: redacted.
@@ -174,6 +181,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_the_html_report_renders_in_chromium_with_its_plots(swept, tmp_path):
     page = (swept / "report.html").as_uri()
@@ -219,6 +227,7 @@ def matplotlib_image():
     return pytest.importorskip("matplotlib.image")
 
 
+@pytest.mark.slow
 def test_the_raw_api_arm_cannot_reach_another_host_or_port(bench_copy):
     decoy = socket.socket()  # another service on the same host: nothing may connect to it
     decoy.bind(("127.0.0.1", 0))
@@ -242,6 +251,7 @@ def test_the_raw_api_arm_cannot_reach_another_host_or_port(bench_copy):
     assert sample["status"] == "scored" and sample["leaks"] == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_mid_trial_stops_the_service(bench_copy):
     process = run(bench_copy, "--bench-arm", "raw-api", "--bench-task", "close-export", "--bench-trials", "1",
                   env_extra={"SERVICE_SPY_STALL": "1"}, wait=False)  # fmt: skip

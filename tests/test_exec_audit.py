@@ -682,6 +682,7 @@ def test_truncated_logs_make_the_trial_invalid(bench: pytest.Pytester) -> None:
     assert any(line.startswith("exec records damaged: 2") for line in sample["leaks"])
 
 
+@pytest.mark.slow
 @e2e_with_git
 @pytest.mark.parametrize("sandbox", ["off", "required"])
 def test_legitimate_commands_stay_valid_under_the_execution_audit(bench: pytest.Pytester, sandbox: str) -> None:

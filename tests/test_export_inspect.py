@@ -24,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from made_once import made_once
 from sample_factory import cell_samples, make_sample, scripted_bench, write_samples
 
 from pytest_benchcell.cli import main
@@ -274,25 +275,34 @@ def test_the_same_selection_writes_the_same_log_file(store, tmp_path, capsys):
 
 
 # --- end to end: real sittings with transcripts, then the viewer -------------------------------------
-@pytest.fixture(scope="module")
-def sat(tmp_path_factory):
+def sit_and_export(folder):
     """The example bench, one trial of two cells (the raw-api arm's `curl -v` prints its token,
     redacted in the store and the transcript), exported with the bench known."""
-    from test_example_bench_e2e import copy_bench, run, spied
+    from test_example_bench_e2e import copy_bench, run
 
-    folder = copy_bench(tmp_path_factory.mktemp("export"))
+    copy_bench(folder)
     code, output = run(folder, "--bench-arm", "raw-api,cli-skill", "--bench-task", "reopen-typo", "--bench-trials", "1")
     assert code == 0, output
-    logs = folder / "inspect-logs"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_benchcell.cli", "export", "inspect", str(logs), "--config", "bench.toml",
-         "--store", "results", "--model-kind", "scripted"],
+        [sys.executable, "-m", "pytest_benchcell.cli", "export", "inspect", str(folder / "inspect-logs"), "--config",
+         "bench.toml", "--store", "results", "--model-kind", "scripted"],
         cwd=folder, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return folder, logs, done.stdout, spied(folder)
+    (folder / "export.out").write_text(done.stdout)
 
 
+@pytest.fixture(scope="module")
+def sat(tmp_path_factory):
+    """(the bench folder, the exported logs, what the export printed, the trials' spied environments),
+    made once a run (tests/made_once.py)."""
+    from test_example_bench_e2e import spied
+
+    folder = made_once(tmp_path_factory, "export-sitting", sit_and_export)
+    return folder, folder / "inspect-logs", (folder / "export.out").read_text(), spied(folder)
+
+
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_kept_transcripts_export_with_each_request_usage_and_no_secret(sat):
     folder, logs, out, trials = sat
@@ -323,6 +333,7 @@ def test_kept_transcripts_export_with_each_request_usage_and_no_secret(sat):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_inspect_view_shows_a_trials_tool_call(sat):

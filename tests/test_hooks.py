@@ -158,6 +158,7 @@ def test_readiness_is_polled_until_ready(pytester: pytest.Pytester, monkeypatch:
     assert sample["ready_polls"] == 3
 
 
+@pytest.mark.slow
 def test_readiness_timeout_is_a_harness_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEVER_READY", "1")
     write(pytester)

@@ -165,6 +165,7 @@ def test_required_refuses_a_sitting_without_the_audit_with_one_message(no_strace
     assert not (no_strace.path / "results").exists() or not list((no_strace.path / "results").rglob("*.jsonl"))
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_required_does_not_refuse_a_sitting_with_no_bash_to_watch(no_strace: pytest.Pytester) -> None:
     # What "required" asks for is that every Bash command is watched; an arm without Bash has none,
@@ -180,6 +181,7 @@ def test_required_does_not_refuse_a_sitting_with_no_bash_to_watch(no_strace: pyt
     result.stdout.fnmatch_lines(["benchcell: execution audit off (no selected arm has a Bash tool)"])
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_auto_runs_without_the_audit_and_says_so_in_header_and_provenance(no_strace: pytest.Pytester) -> None:
     no_strace.makefile(".toml", bench=SITTING.format(extra=""))

@@ -131,6 +131,7 @@ def disagreements(plan: Any, report: dict[tuple[str, str, str], dict[str, Any]])
     return found
 
 
+@pytest.mark.slow
 def test_the_plan_and_the_report_agree_on_every_comparison_at_every_sitting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -512,6 +512,7 @@ def test_an_arm_left_out_by_k_is_not_checked_so_it_cannot_refuse_the_sitting(pyt
     result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @needs_sandbox
 def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_workers(pytester: pytest.Pytester) -> None:
@@ -525,6 +526,7 @@ def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_w
     result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @needs_sandbox
 def test_a_gateway_whose_checkout_the_sandbox_breaks_refuses_before_any_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:

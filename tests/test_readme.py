@@ -218,6 +218,7 @@ def test_the_documentation_has_blocks_of_every_kind() -> None:
     assert {("toml", None), ("python", None), ("", None), ("", "no-run"), ("", "output")} <= kinds
 
 
+@pytest.mark.slow
 def test_every_block_of_every_page(scratch: Path, known_options: dict[str, set[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In the site's order, so a later block can use what an earlier command wrote."""
     monkeypatch.chdir(scratch)

@@ -49,6 +49,7 @@ def clone(pytester: pytest.Pytester, far: Path, *, bench_toml: str = BENCH_TOML)
     return far
 
 
+@pytest.mark.slow
 def test_popen_gateways_in_a_clone_bring_every_sample_home_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
     write_bench(pytester)
     far = clone(pytester, tmp_path / "far")
@@ -75,6 +76,7 @@ def test_popen_gateways_in_a_clone_bring_every_sample_home_once(pytester: pytest
     )
 
 
+@pytest.mark.slow
 def test_a_clone_whose_bench_differs_is_refused_before_any_model_request(pytester: pytest.Pytester, tmp_path: Path) -> None:
     write_bench(pytester)
     reworded = BENCH_TOML.replace('intent = "Say hello."', 'intent = "Say hello, politely."')
@@ -121,6 +123,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_killed_controller_loses_nothing_merging_the_spools(pytester: pytest.Pytester, tmp_path: Path) -> None:
     write_bench(pytester)
     far = clone(pytester, tmp_path / "far")
@@ -223,6 +226,7 @@ def ssh_gateway(ssh_login: tuple[str, Path], tmp_path: Path) -> str:
     return f"ssh={user}@127.0.0.1//ssh_config={config}//python={python}"
 
 
+@pytest.mark.slow
 def test_ssh_gateways_in_a_clone_bring_every_sample_home_once(
     pytester: pytest.Pytester, tmp_path: Path, ssh_gateway: str
 ) -> None:
@@ -266,6 +270,7 @@ if _os.environ.get("PYTEST_XDIST_WORKER"):
 '''
 
 
+@pytest.mark.slow
 def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this suite's own xdist worker: not the sitting's
     log = pytester.path / "appends.log"
@@ -283,6 +288,7 @@ def test_local_workers_send_their_samples_home_the_same_way(pytester: pytest.Pyt
     assert not (pytester.path / ".benchcell-spool").exists()  # the spools (and their transcripts) went
 
 
+@pytest.mark.slow
 def test_the_budget_holds_across_local_workers(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     result = pytester.runpytest_subprocess("--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted",
@@ -293,6 +299,7 @@ def test_the_budget_holds_across_local_workers(pytester: pytest.Pytester) -> Non
     assert len(stored(pytester.path / "results", "bare", "say-hello")) == outcomes["passed"]
 
 
+@pytest.mark.slow
 def test_a_trial_interrupted_on_a_worker_still_reaches_the_store(pytester: pytest.Pytester) -> None:
     started = pytester.path / "started.pid"
     conftest = CONFTEST.replace(

@@ -108,6 +108,7 @@ def git(folder: Path, *args: str) -> str:
     return subprocess.run(["git", *identity, "-C", str(folder), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_a_checkout_at_another_commit_is_refused_naming_both(pytester: pytest.Pytester, tmp_path: Path) -> None:
     write_bench(pytester)
     git(pytester.path, "init", "-q")
@@ -148,6 +149,7 @@ def python_seeing_only_there(tmp_path: Path, far: Path) -> tuple[Path, Path]:
     return python, view
 
 
+@pytest.mark.slow
 def test_a_far_spool_goes_once_its_samples_are_stored_and_each_sample_says_where_it_ran(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
@@ -170,6 +172,7 @@ RECIPE = re.compile(r"<!-- readme-test: no-run: the far machine's recipe[^>]*-->
 BROUGHT_BY_THE_RECIPE = ("pytest", "_pytest", "py.", "pluggy", "xdist", "execnet", "filelock", "bashlex", "tomli_w", "pyseccomp")
 
 
+@pytest.mark.slow
 def test_the_far_machines_recipe_as_written_runs_a_sitting_over_ssh(
     pytester: pytest.Pytester, tmp_path: Path, ssh_login: tuple[str, Path]
 ) -> None:

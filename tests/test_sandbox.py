@@ -559,6 +559,7 @@ def _second_mount(pytester: pytest.Pytester) -> None:
     pytester._request.addfinalizer(unmount)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @needs_sandbox
 @pytest.mark.parametrize("user", ["root", UNPRIVILEGED])
@@ -620,6 +621,7 @@ LEGITIMATE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @needs_sandbox
 @pytest.mark.parametrize(("exec_audit", "user"), [("off", "root"), ("auto", "root"), ("auto", UNPRIVILEGED)])
@@ -655,6 +657,7 @@ OVER_LIMITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @needs_sandbox
 @pytest.mark.parametrize("user", ["root", UNPRIVILEGED])
@@ -678,6 +681,7 @@ def test_the_limits_hold_and_reaching_one_is_recorded(pytester: pytest.Pytester,
     result.stdout.fnmatch_lines(["*one-big-file*: pass, * 1 sandbox limit(s) reached"])
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @needs_sandbox
 @pytest.mark.parametrize("user", ["root", UNPRIVILEGED])

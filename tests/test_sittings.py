@@ -21,6 +21,7 @@ def stored(root: Path, arm: str, task: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist-2"])
 def test_a_matrix_runs_with_and_without_xdist(pytester: pytest.Pytester, workers: str | None) -> None:
     write_bench(pytester)
@@ -37,6 +38,7 @@ def test_a_matrix_runs_with_and_without_xdist(pytester: pytest.Pytester, workers
     result.stdout.fnmatch_lines(["bare x make-file: 2 recorded this sitting (0 passed, 2 failed, 0 invalid, 0 errors)"])
 
 
+@pytest.mark.slow
 def test_concurrent_sittings_on_one_cell_never_share_a_trial_number(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-arm", "bare", "--bench-task", "say-hello",
@@ -80,6 +82,7 @@ def test_budget_stops_starting_trials_and_says_so(pytester: pytest.Pytester) -> 
     assert len(stored(pytester.path, "bare", "say-hello")) == 1
 
 
+@pytest.mark.slow
 def test_fill_adds_exactly_the_missing_trials(pytester: pytest.Pytester) -> None:
     write_bench(pytester)
     common = ["--bench-arm", "shell", "--bench-task", "say-hello,make-file", "--bench-scripted"]
@@ -119,6 +122,7 @@ def _claude_processes_under(folder: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_mid_trial_records_an_error_tears_down_and_leaves_no_cli(
     pytester: pytest.Pytester, signum: int

@@ -107,6 +107,7 @@ def sitting(pytester: pytest.Pytester, *, start_s: float, mcp_timeout_ms: int | 
     return result, [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_a_server_slower_than_the_wait_makes_the_trial_invalid_naming_it(pytester: pytest.Pytester) -> None:
     result, samples = sitting(pytester, start_s=8, mcp_timeout_ms=2000)
     (sample,) = samples  # one trial, one sample
@@ -121,6 +122,7 @@ def test_a_server_slower_than_the_wait_makes_the_trial_invalid_naming_it(pyteste
     result.stdout.fnmatch_lines(["INVALID bench.toml::mcp-make-ok-t1 - MCP server 'files' was failed at the agent's first*"])
 
 
+@pytest.mark.slow
 def test_a_server_that_starts_within_the_wait_is_waited_for(pytester: pytest.Pytester) -> None:
     started = time.monotonic()
     result, samples = sitting(pytester, start_s=3, mcp_timeout_ms=15000)
@@ -139,6 +141,7 @@ def test_a_tool_declared_under_its_other_name_is_the_arms_own(pytester: pytest.P
     assert (sample["status"], sample["outcome"]) == ("scored", "pass"), sample["reason"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_server_slower_than_the_clis_own_default_wait_is_waited_for(pytester: pytest.Pytester) -> None:
     """35 s: the CLI's own default (30 s) gave up on this server and the trial was scored incorrect.

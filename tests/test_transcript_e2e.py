@@ -154,6 +154,7 @@ def test_no_secret_reaches_a_transcript(bench: pytest.Pytester) -> None:
     assert "the token was [redacted]" in text  # in the agent's answer
 
 
+@pytest.mark.slow
 def test_a_trial_cut_by_the_wall_clock_keeps_its_transcript(bench: pytest.Pytester) -> None:
     sitting(bench, "stall", "--bench-wall-clock-ms", "3000").assert_outcomes(failed=1)
     root = bench.path / "results"
@@ -183,6 +184,7 @@ def test_a_trial_at_the_turn_cap_keeps_its_transcript(bench: pytest.Pytester) ->
     assert result["subtype"] == "error_max_turns"
 
 
+@pytest.mark.slow
 def test_pruning_keeps_samples_and_reports_and_merge_carries_transcripts(bench: pytest.Pytester, tmp_path: Path, capsys) -> None:
     sitting(bench, "make-file", "--bench-trials", "2").assert_outcomes(passed=2)
     root = bench.path / "results"
@@ -209,6 +211,7 @@ def test_pruning_keeps_samples_and_reports_and_merge_carries_transcripts(bench: 
     assert all(transcript_status(again, s) == PRUNED for s in stored(again, "shell", "make-file"))
 
 
+@pytest.mark.slow
 def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the_example_bench(
     tmp_path: Path,
 ) -> None:
@@ -228,6 +231,7 @@ def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the
     assert all(int(row["raw"]) / int(row["bytes"]) >= ratio * 0.6 for row in rows), rows
 
 
+@pytest.mark.slow
 def test_an_invalid_trial_and_an_errored_one_keep_their_transcripts(bench: pytest.Pytester) -> None:
     root = bench.path / "results"
     sitting(bench, "make-file", arm="loose")
