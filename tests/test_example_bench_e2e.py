@@ -20,6 +20,7 @@ import pytest
 from benches import file_bytes
 from made_once import made_once
 
+from pytest_benchcell.isolation.procfs import stat_fields
 from pytest_benchcell.isolation.sandbox import find_sandbox
 
 pytestmark = pytest.mark.e2e
@@ -100,11 +101,8 @@ def listening(port):
 
 
 def alive(pid):
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] != "Z"
 
 
 def assert_nothing_left(trials):

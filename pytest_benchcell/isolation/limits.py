@@ -36,6 +36,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .procfs import process_ids, stat_fields
+
 __all__ = ["Limits", "LimitWatch", "usage", "command_processes", "frozen_commands", "DEFAULT_LIMITS"]
 
 PROCESS_LOOK_S = 0.2
@@ -113,21 +115,22 @@ def command_processes(network: str, own_pid_namespace: str) -> tuple[int, list[C
     and the trial's relays."""
     found = []
     total = 0
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or _namespace(name, "net") != network:
+    for name in process_ids():
+        if _namespace(name, "net") != network:
             continue
         total += 1
         command = _namespace(name, "pid")
         if command in ("", own_pid_namespace):
             continue
+        fields = stat_fields(name)
+        if not fields:
+            continue  # gone meanwhile
         try:
-            with open(f"/proc/{name}/stat") as stat_file:
-                state = stat_file.read().rpartition(")")[2].split()[0]
             with open(f"/proc/{name}/status") as status:
                 first = next((line.split()[-1] == "1" for line in status if line.startswith("NSpid:")), False)
-        except (OSError, IndexError):
+        except OSError:
             continue
-        found.append(CommandProcess(int(name), command, first, state))
+        found.append(CommandProcess(int(name), command, first, fields[0]))
     return total, found
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..procfs import process_ids, stat_fields
 from .tool import SandboxError, SandboxTool
 
 LOOPBACK = re.compile(r"^127(\.\d{1,3}){3}$")
@@ -171,15 +172,9 @@ def _wait_groups_gone(groups: set[int], timeout: float) -> bool:
 
 
 def _running_in_groups(groups: set[int]) -> bool:
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as stat:
-                state, _parent, group = stat.read().rpartition(")")[2].split()[:3]
-        except (OSError, ValueError):
-            continue  # gone meanwhile
-        if int(group) in groups and state not in "ZX":
+    for pid in process_ids():
+        fields = stat_fields(pid)  # None: gone meanwhile
+        if fields and int(fields[2]) in groups and fields[0] not in "ZX":
             return True
     return False
 
