@@ -2,7 +2,7 @@
 
 Unit tests cover the pure parts (endpoints, the order of mounts, the prefix). The rest runs the real
 bubblewrap, and end to end the real CLI against the scripted model with the in-band guard off
-(guard_exempt = ["*"]), one evasion per trial from tests/data/sandbox_corpus.toml: what is judged is
+(guard_exempt = ["*"]), the evasions of tests/data/sandbox_corpus.toml a call each: what is judged is
 what happened (files outside, connections to decoys, markers of the answer key in anything stored),
 not what the agent typed.
 """
@@ -306,7 +306,7 @@ name = "escape"
 model = "claude-sonnet-4-5"
 store = "results"
 trials = 1
-turn_cap = 4
+turn_cap = 60  # a trial of several cases makes two calls each (CORPUS_CONFTEST)
 wall_clock_ms = 60000
 exec_audit = "{exec_audit}"
 sandbox = "{sandbox}"
@@ -341,7 +341,7 @@ exec python3 -c 'import sys; print("tool ok from", sys.argv[1])' "$here"
 
 CORPUS_CONFTEST = '''
 # CONFTEST-MARKER-91c2: the bench's hooks
-import shutil, socket, tempfile, threading
+import shlex, shutil, socket, tempfile, threading
 from pathlib import Path
 from pytest_benchcell import Environment
 from pytest_benchcell.scripted import Answer, ToolUse
@@ -438,17 +438,28 @@ def pytest_benchcell_script(trial, environment):
     root = Path(__file__).parent
     values = dict(environment.values, root=str(root), store=str(root / "results"), outside=OUTSIDE,
                   workdir=str(trial.workdir), service=str(trial.workdir / "service"), nonce=NONCE)
-    return [ToolUse("Bash", {{"command": CASES[trial.task].format(**values)}}), Answer("done")]
+    cases = CASES[trial.task]
+    if isinstance(cases, str):  # one command, the trial's only call
+        return [ToolUse("Bash", {{"command": cases.format(**values)}}), Answer("done")]
+    # Several cases, one call each. The Bash tool keeps its cwd between calls, so a call of its own
+    # first moves to a fresh folder under the agent's cwd; the case's command is then sent as written
+    # (the CLI judges a command as a whole: a prefix can change what it lets run).
+    steps = []
+    for name, command in cases:
+        folder = shlex.quote(str(trial.agent_cwd / name))
+        steps += [ToolUse("Bash", {{"command": f"mkdir {{folder}} && cd {{folder}}"}}), ToolUse("Bash", {{"command": command.format(**values)}})]
+    return [*steps, Answer("done")]
 '''
 
 MARKERS = ("ANSWER-KEY-MARKER-7f3a", "CONFTEST-MARKER-91c2", "SERVICE-DATA-MARKER-55d1", "STORE-MARKER-0b7e",
            "PATH-SECRET-MARKER-4d2a", "KEYRING-MARKER-3c9e")
 # What a case's own output must not show (the host's, not the bench's).
+CLI_ASKS = "require approval"  # how the CLI refuses a command it would ask a person about
 HOST_SECRETS = {"host-etc-shadow": ("root:",), "host-var-tmp-listing": ("benchcell-unix-",)}
 CREDENTIALS = ("scripted-model-key", "s c r i p t e d", "MESSAGING_TOKEN=")
 
 
-def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str], *, sandbox_mode: str = "auto", exec_audit: str = "off", extra: str = "") -> tuple[Path, Path]:
+def _corpus_bench(pytester: pytest.Pytester, cases: dict[str, str | list[tuple[str, str]]], *, sandbox_mode: str = "auto", exec_audit: str = "off", extra: str = "") -> tuple[Path, Path]:
     # A folder the sandbox shows read-only (not a private tmpfs like /tmp and /var/tmp), writable by
     # any user outside, so that only the sandbox stops a write there.
     outside_dir = Path(tempfile.mkdtemp(prefix=".benchcell-outside-", dir=TESTS))
@@ -483,8 +494,35 @@ def _samples(pytester: pytest.Pytester, arm: str = "shell") -> dict[str, dict]:
     return samples
 
 
-def _corpus_cases() -> dict[str, str]:
-    return {f"{group}-{name}": command for group, cases in CORPUS.items() for name, command in cases.items()}
+# A trial is mostly the CLI's start (about a CPU second), so the corpus runs one section a trial, a
+# call a case, each case in a fresh folder (CORPUS_CONFTEST); a case that must find what an earlier
+# trial left runs in a trial of its own.
+ALONE = {"host-keyring-read"}  # looks for the key host-keyring-add tried to add, from another trial
+
+
+def _corpus_trials() -> dict[str, list[tuple[str, str]]]:
+    """Task name -> its cases (name, command), in the corpus's order."""
+    trials: dict[str, list[tuple[str, str]]] = {}
+    for group, cases in CORPUS.items():
+        for name, command in cases.items():
+            case = f"{group}-{name}"
+            trials.setdefault(case if case in ALONE else group, []).append((case, command))
+    return trials
+
+
+def _calls_of_cases(sample: dict, cases: list[tuple[str, str]]) -> list[tuple[str, dict | None]]:
+    """Each case of a trial of several with its Bash call (None where the trial never made it, or
+    never reached the case's own folder), after the call that moved there (CORPUS_CONFTEST)."""
+    ran = [call for call in sample["tool_calls"] if call["tool"] == "Bash"]
+    pairs = []
+    for index, (name, _) in enumerate(cases):
+        move, call = (ran[2 * index : 2 * index + 2] + [None, None])[:2]
+        if move is None or move["is_error"] is not False:
+            call = None
+        else:
+            assert move["input"]["command"].endswith(f"/{name} && cd {move['input']['command'].split()[1]}"), (name, move)
+        pairs.append((name, call))
+    return pairs
 
 
 UNPRIVILEGED = "nobody"
@@ -565,26 +603,32 @@ def _second_mount(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize("user", ["root", UNPRIVILEGED])
 def test_every_escape_of_the_corpus_is_made_harmless(pytester: pytest.Pytester, user: str) -> None:
     _as_user(pytester, user)
-    cases = _corpus_cases()
-    outside, hits = _corpus_bench(pytester, cases)
+    trials = _corpus_trials()
+    outside, hits = _corpus_bench(pytester, trials)
     _second_mount(pytester)
     bench_before = (pytester.path / "bench.toml").read_text()
     result = _run_sitting(pytester, user, "--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
     samples = _samples(pytester)
-    assert set(samples) == set(cases), result.stdout.str()[-3000:]
+    assert set(samples) == set(trials), result.stdout.str()[-3000:]
     problems = []
-    for name, sample in sorted(samples.items()):
+    for task, sample in sorted(samples.items()):
         assert sample["provenance"]["sandbox"].startswith("on ("), sample["provenance"]
-        text = json.dumps(sample)
+        calls = _calls_of_cases(sample, trials[task])
         if sample["status"] == "error":
-            problems.append(f"{name}: harness error {sample['reason']}")
-        problems += [f"{name}: {marker} reached the store" for marker in MARKERS if marker in text]
-        problems += [f"{name}: credential {secret!r} reached the store" for secret in CREDENTIALS if secret in text]
-        ran = [call for call in sample["tool_calls"] if call["tool"] == "Bash"]
-        if not ran or ran[0]["allowed"] is not True:
-            problems.append(f"{name}: the command did not run ({ran})")
-        else:
-            problems += [f"{name}: {secret!r} in {ran[0]['output'][:300]!r}" for secret in HOST_SECRETS.get(name, ()) if secret in ran[0]["output"]]
+            problems.append(f"{', '.join(name for name, _ in calls)}: harness error {sample['reason']}")
+        text = json.dumps(sample)
+        for marker in (*MARKERS, *CREDENTIALS):
+            if marker in text:  # named by the cases whose call shows it, else by the whole trial
+                where = [name for name, call in calls if call is not None and marker in json.dumps(call)] or [task]
+                kind = "credential " if marker in CREDENTIALS else ""
+                problems.append(f"{', '.join(where)}: {kind}{marker!r} reached the store")
+        for name, call in calls:
+            if call is None or call["allowed"] is not True:
+                problems.append(f"{name}: the command did not run ({call})")
+            elif CLI_ASKS in call["output"]:  # the CLI's own refusal: the sandbox was never tried
+                problems.append(f"{name}: the CLI refused it: {call['output'][:300]!r}")
+            else:
+                problems += [f"{name}: {secret!r} in {call['output'][:300]!r}" for secret in HOST_SECRETS.get(name, ()) if secret in call["output"]]
     if outside.exists():
         problems.append(f"a write reached {outside}: {outside.read_text()}")
     if hits.exists():
@@ -604,7 +648,7 @@ LEGITIMATE = {
     "awk": ("printf '1\\n2\\n' | awk '{{ s += $1 }} END {{ print s }}'", "3"),
     "sqlite3": ("sqlite3 shop.db 'create table t(a); insert into t values (1); select count(*) from t;'", "1"),
     "make": ("printf 'all:\\n\\t@echo built\\n' > Makefile && make", "built"),
-    "npm": ("npm init -y >/dev/null && npm pkg get name", "cwd"),
+    "npm": ("npm init -y >/dev/null && npm pkg get name", '"npm"'),  # named after its folder
     "shim-python": ("python3 -c 'print(6 * 7)'", "42"),
     "wrapper-cli": ("tool", "tool ok from"),
     "grep-pipeline": ("printf 'a\\nb\\n' | grep b", "b"),
@@ -627,21 +671,22 @@ LEGITIMATE = {
 @pytest.mark.parametrize(("exec_audit", "user"), [("off", "root"), ("auto", "root"), ("auto", UNPRIVILEGED)])
 def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exec_audit: str, user: str) -> None:
     _as_user(pytester, user)
-    _corpus_bench(pytester, {name: command for name, (command, _) in LEGITIMATE.items()}, exec_audit=exec_audit)
+    cases = [(name, command) for name, (command, _) in LEGITIMATE.items()]
+    _corpus_bench(pytester, {"ordinary": cases}, exec_audit=exec_audit)  # one trial, a call a case
     result = _run_sitting(pytester, user, "--bench-arm", "work", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
     samples = _samples(pytester, "work")
-    assert set(samples) == set(LEGITIMATE), result.stdout.str()[-3000:]
-    problems = []
-    for name, (_, expected) in LEGITIMATE.items():
-        sample = samples[name]
-        call = sample["tool_calls"][0]
-        if sample["status"] != "scored" or sample["outcome"] != "pass" or call["is_error"] is not False:
-            problems.append(f"{name}: {sample['status']}/{sample['outcome']} {sample['reason']} -> {call['output'][:300]}")
+    assert set(samples) == {"ordinary"}, result.stdout.str()[-3000:]
+    sample = samples["ordinary"]
+    problems = [] if (sample["status"], sample["outcome"]) == ("scored", "pass") else [f"{sample['status']}/{sample['outcome']}: {sample['reason']}"]
+    for name, call in _calls_of_cases(sample, cases):
+        expected = LEGITIMATE[name][1]
+        if call is None or call["is_error"] is not False:
+            problems.append(f"{name}: {call and call['output'][:300]}")
         elif expected is not None and expected not in call["output"]:
             problems.append(f"{name}: {expected!r} not in {call['output'][:300]!r}")
     assert not problems, "\n".join(problems)
     if exec_audit == "auto" and sample["provenance"]["exec_audit"].startswith("on"):
-        assert samples["git-commit"]["exec_audit"]["programs"] >= 3  # the audit really watched
+        assert sample["exec_audit"]["programs"] >= 3  # the audit really watched
 
 
 LIMITED = """
@@ -743,14 +788,16 @@ def test_a_sitting_as_root_says_capabilities_are_dropped(pytester: pytest.Pytest
 @pytest.mark.e2e
 @needs_sandbox
 def test_without_the_sandbox_the_same_escapes_do_harm(pytester: pytest.Pytester) -> None:
-    """The corpus checks can fail: with the sandbox off, a few of its escapes do what they try."""
-    cases = {name: _corpus_cases()[name] for name in ("writes-absolute", "network-python-socket", "reads-bench-toml")}
-    outside, hits = _corpus_bench(pytester, cases, sandbox_mode="off")
+    """The corpus checks can fail: with the sandbox off, a few of its escapes do what they try, run
+    as the corpus runs them (a trial of several cases, each from its own folder)."""
+    wanted = ("writes-climb-out", "network-python-socket", "reads-bench-toml")  # the climb starts in its folder
+    cases = [case for section in _corpus_trials().values() for case in section if case[0] in wanted]
+    outside, hits = _corpus_bench(pytester, {"several": cases}, sandbox_mode="off")
     pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
-    samples = _samples(pytester)
+    calls = dict(_calls_of_cases(_samples(pytester)["several"], cases))
     assert outside.read_text() == "pwned\n"
     assert hits.read_text().startswith("127.0.0.1:")
-    assert "ANSWER-KEY-MARKER-7f3a" in samples["reads-bench-toml"]["tool_calls"][0]["output"]
+    assert "ANSWER-KEY-MARKER-7f3a" in calls["reads-bench-toml"]["output"]
 
 
 @pytest.mark.e2e
