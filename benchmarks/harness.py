@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,14 +44,16 @@ class Finished:
     wall_s: float
 
 
-def run_sitting(command: Sequence[str], cwd: Path, *, timeout_s: float, merge_stderr: bool = False) -> Finished:
+def run_sitting(
+    command: Sequence[str], cwd: Path, *, timeout_s: float, merge_stderr: bool = False, env: Mapping[str, str] | None = None
+) -> Finished:
     """Run a sitting (any command) and wait at most `timeout_s` for it. It runs in a session of its own,
     so one that overruns is stopped with its xdist workers and Claude CLIs, and the script ends
-    saying so (SystemExit)."""
+    saying so (SystemExit). `env`: its whole environment (default: this process's)."""
     started = time.perf_counter()
     process = subprocess.Popen(
         list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-        text=True, start_new_session=True,
+        text=True, start_new_session=True, env=None if env is None else dict(env),
     )  # fmt: skip
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)

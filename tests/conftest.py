@@ -13,3 +13,13 @@ for _name in ("numpy", "matplotlib.pyplot", "pandas"):
         importlib.import_module(_name)
     except ImportError:  # the base install: the tests that need them skip
         pass
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` for this suite: a worker a core, and one more. About a third of the workers' time is
+    waiting (trials cut at their backstop, interrupts, an MCP server slower than the CLI's own 30 s
+    wait), which one more worker fills; two more cost more CPU than they save on 2 cores
+    (benchmarks/suite_workers.py, docs/benchmarks.md)."""
+    import os
+
+    return (os.cpu_count() or 1) + 1

@@ -6,6 +6,7 @@ Every code block of every page is run or checked by tests/test_readme.py.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -59,6 +60,19 @@ def test_the_front_page_opens_with_the_two_commands_and_fits_in_200_lines() -> N
 def test_ci_runs_the_readmes_test_command_word_for_word() -> None:
     lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert lines[-1] == FRESH_MACHINE_COMMANDS[1], "the test command is .ci/run's last step: its exit status is CI's"
+
+
+def test_the_test_commands_auto_starts_a_worker_a_core_and_one_more() -> None:
+    """What the README says of `-n auto` in its test command (tests/conftest.py's xdist hook)."""
+    assert "`-n auto`: a worker a core and one more" in docs_text.section("Two commands on a fresh machine")
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "COV_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "tests/test_architecture.py", "-k", "no_import_cycle"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=environment,
+    )  # fmt: skip
+    workers = (os.cpu_count() or 1) + 1
+    assert done.returncode == 0 and f"created: {workers}/{workers} workers" in done.stdout, done.stdout + done.stderr
 
 
 def keys_table() -> dict[str, tuple[str, ...]]:
