@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import resource
 import signal
 import subprocess
 import time
@@ -42,6 +44,11 @@ class Finished:
     stdout: str
     stderr: str  # empty when it went to stdout (merge_stderr)
     wall_s: float
+    cpu_s: float  # the process tree's, as far as it was reaped (pytest, xdist workers, every Claude CLI)
+
+    def summary(self) -> str:
+        """pytest's closing line ("3 passed in 1.2s"), or "" when it printed none."""
+        return next((line.strip("= ") for line in reversed(self.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
 
 
 def run_sitting(
@@ -50,7 +57,7 @@ def run_sitting(
     """Run a sitting (any command) and wait at most `timeout_s` for it. It runs in a session of its own,
     so one that overruns is stopped with its xdist workers and Claude CLIs, and the script ends
     saying so (SystemExit). `env`: its whole environment (default: this process's)."""
-    started = time.perf_counter()
+    started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.Popen(
         list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         text=True, start_new_session=True, env=None if env is None else dict(env),
@@ -61,7 +68,9 @@ def run_sitting(
         os.killpg(process.pid, signal.SIGTERM)
         process.communicate(timeout=30)
         raise SystemExit(f"a sitting took over {timeout_s:g} s; stopped it") from None
-    return Finished(process.returncode, stdout, stderr or "", time.perf_counter() - started)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Finished(process.returncode, stdout, stderr or "", time.perf_counter() - started, cpu)
 
 
 @dataclass

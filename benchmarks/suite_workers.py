@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import harness
@@ -52,19 +50,15 @@ def pytest_runtest_protocol(item, nextitem):
 
 def measure(workers: int, dist: str, timeout_s: float) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="benchcell-suite-") as folder:
-        (Path(folder) / "suite_times.py").write_text(textwrap.dedent(RECORDER))
+        (Path(folder) / "suite_times.py").write_text(RECORDER)
         env = {**os.environ, "BENCHCELL_SUITE_TIMES": folder, "PYTHONPATH": os.pathsep.join(filter(None, (folder, os.environ.get("PYTHONPATH"))))}
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         command = [sys.executable, "-m", "pytest", "-n", str(workers), "--dist", dist, "-q", "-p", "no:cacheprovider", "-p", "suite_times"]
         finished = harness.run_sitting(command, REPO, timeout_s=timeout_s, merge_stderr=True, env=env)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         tests = [json.loads(line) for path in Path(folder).glob("gw*.jsonl") for line in path.read_text().splitlines()]
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     busy = sum(test["wall"] for test in tests)
     waiting = sum(max(0.0, test["wall"] - test["cpu"]) for test in tests)
-    closing = [line for line in finished.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
-    return {"workers": workers, "wall": finished.wall_s, "cpu": cpu, "cores": cpu / finished.wall_s,
-            "waiting": waiting / busy if busy else 0.0, "closing": closing[-1].strip("= ") if closing else f"exit {finished.returncode}"}  # fmt: skip
+    return {"workers": workers, "wall": finished.wall_s, "cpu": finished.cpu_s, "cores": finished.cpu_s / finished.wall_s,
+            "waiting": waiting / busy if busy else 0.0, "closing": finished.summary() or f"exit {finished.returncode}"}  # fmt: skip
 
 
 def main() -> int:

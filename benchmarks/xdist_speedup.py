@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -80,11 +79,8 @@ def sitting(folder: Path, trials: int, workers: int | None) -> tuple[float, floa
                "--bench-trials", str(trials), "--bench-scripted", "-p", "no:cacheprovider", "-q"]  # fmt: skip
     if workers:
         command += ["-n", str(workers)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = harness.run_sitting(command, folder, timeout_s=SITTING_TIMEOUT_S)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
+    cpu, summary = done.cpu_s, done.summary()
     if done.returncode != 0:
         raise SystemExit(f"the sitting failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     durations = []
