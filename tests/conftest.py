@@ -8,6 +8,8 @@ pytest-randomly the failing test depends on the order. Importing them here keeps
 
 import importlib
 
+import pytest
+
 for _name in ("numpy", "matplotlib.pyplot", "pandas"):
     try:
         importlib.import_module(_name)
@@ -15,6 +17,7 @@ for _name in ("numpy", "matplotlib.pyplot", "pandas"):
         pass
 
 
+@pytest.hookimpl(optionalhook=True)  # the first README command runs pytest here without xdist
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` for this suite: a worker a core, and one more. About a third of the workers' time is
     waiting (trials cut at their backstop, interrupts, an MCP server slower than the CLI's own 30 s

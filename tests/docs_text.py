@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import os
 import re
 import sys
 from functools import cache
@@ -21,6 +22,14 @@ from markdown_it import MarkdownIt
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 FRONT_PAGE = REPO / "README.md"
+
+
+def newcomers_environment() -> dict[str, str]:
+    """This process's environment without what the suite's own pytest sets for itself, so a documented
+    command runs, and its options are listed, as a newcomer's shell would have them: a caller's
+    `PYTEST_ADDOPTS="-p no:randomly"` once hid pytest-randomly's options from `pytest --help` and failed
+    the README's `--randomly-seed` (seen in a profiling run)."""
+    return {key: value for key, value in os.environ.items() if key not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_WORKER")}
 
 
 def benchmark_script(name: str) -> ModuleType:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -65,14 +66,31 @@ def test_ci_runs_the_readmes_test_command_word_for_word() -> None:
 def test_the_test_commands_auto_starts_a_worker_a_core_and_one_more() -> None:
     """What the README says of `-n auto` in its test command (tests/conftest.py's xdist hook)."""
     assert "`-n auto`: a worker a core and one more" in docs_text.section("Two commands on a fresh machine")
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "COV_"))}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:cacheprovider", "-p", "no:randomly",
          "tests/test_architecture.py", "-k", "no_import_cycle"],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env=environment,
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=docs_text.newcomers_environment(),
     )  # fmt: skip
     workers = (os.cpu_count() or 1) + 1
     assert done.returncode == 0 and f"created: {workers}/{workers} workers" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_the_first_command_runs_where_only_the_plugin_is_installed(tmp_path: Path) -> None:
+    """The first command installs the plugin alone, without pytest-xdist, and its pytest loads this
+    suite's tests/conftest.py too (testpaths): a hook there that names xdist must be optional (it was
+    not, and the command stopped with an INTERNALERROR on a fresh clone). The plain install is
+    played here by the plugin alone, every other plugin left unloaded and xdist unimportable."""
+    (tmp_path / "xdist.py").write_text('raise ImportError("pytest-xdist is not installed here")\n')
+    environment = docs_text.newcomers_environment()
+    environment.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONPATH=os.pathsep.join(filter(None, (str(tmp_path), environment.get("PYTHONPATH")))))
+    pytest_argv = shlex.split(FRESH_MACHINE_COMMANDS[0].split(" && ")[-1])[1:]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *pytest_argv, "-p", "pytest_benchcell.plugin", "-p", "no:cacheprovider",
+         "--bench-trials", "1", "--bench-store", str(tmp_path / "results")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=environment,
+    )  # fmt: skip
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def keys_table() -> dict[str, tuple[str, ...]]:

@@ -26,7 +26,6 @@ Why markdown-it here rather than sybil or pytest-examples: docs/design.md, "The 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -124,18 +123,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def newcomers_environment() -> dict[str, str]:
-    """This process's environment without what the suite's own pytest sets for itself, so a documented
-    command runs, and its options are listed, as a newcomer's shell would have them: a caller's
-    `PYTEST_ADDOPTS="-p no:randomly"` once hid pytest-randomly's options from `pytest --help` and failed
-    the README's `--randomly-seed` (seen in a profiling run)."""
-    return {key: value for key, value in os.environ.items() if key not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_WORKER")}
-
-
 @pytest.fixture(scope="module")
 def known_options(scratch: Path) -> dict[str, set[str]]:
     def help_of(*argv: str) -> str:
-        return subprocess.run(argv, cwd=scratch, capture_output=True, text=True, check=True, env=newcomers_environment()).stdout
+        return subprocess.run(argv, cwd=scratch, capture_output=True, text=True, check=True, env=docs_text.newcomers_environment()).stdout
 
     return {
         "pytest": options_in(help_of(sys.executable, "-m", "pytest", "--help")),
@@ -182,7 +173,7 @@ def run_command(argv: list[str], cwd: Path, where: str) -> None:
         argv = [str(BIN / "benchcell"), *argv[1:]]
     elif name in ("python", "python3"):
         argv = [sys.executable, *argv[1:]]
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=newcomers_environment(), timeout=600)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=docs_text.newcomers_environment(), timeout=600)
     assert done.returncode == 0, (
         f"{where}: `{shlex.join(argv)}` exited {done.returncode}; fix the page, or mark the block "
         f"<!-- readme-test: no-run: WHY --> if it must not run here\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
