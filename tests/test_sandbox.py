@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -453,8 +454,8 @@ def pytest_benchcell_script(trial, environment):
 
 MARKERS = ("ANSWER-KEY-MARKER-7f3a", "CONFTEST-MARKER-91c2", "SERVICE-DATA-MARKER-55d1", "STORE-MARKER-0b7e",
            "PATH-SECRET-MARKER-4d2a", "KEYRING-MARKER-3c9e")
-# What a case's own output must not show (the host's, not the bench's).
 CLI_ASKS = "require approval"  # how the CLI refuses a command it would ask a person about
+# What a case's own output must not show (the host's, not the bench's).
 HOST_SECRETS = {"host-etc-shadow": ("root:",), "host-var-tmp-listing": ("benchcell-unix-",)}
 CREDENTIALS = ("scripted-model-key", "s c r i p t e d", "MESSAGING_TOKEN=")
 
@@ -520,7 +521,7 @@ def _calls_of_cases(sample: dict, cases: list[tuple[str, str]]) -> list[tuple[st
         if move is None or move["is_error"] is not False:
             call = None
         else:
-            assert move["input"]["command"].endswith(f"/{name} && cd {move['input']['command'].split()[1]}"), (name, move)
+            assert re.fullmatch(rf"mkdir (\S+/{re.escape(name)}) && cd \1", move["input"]["command"]), (name, move)
         pairs.append((name, call))
     return pairs
 
