@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from benches import file_bytes
+from interrupts import as_a_terminal_starts_it
 from made_once import made_once
 
 from pytest_benchcell.isolation.procfs import stat_fields
@@ -82,7 +83,8 @@ def run(folder, *args, env_extra=None, wait=True):
     env = {**os.environ, "SERVICE_SPY_LOG": str(folder / "spy.jsonl"), "PYTHONPATH": os.pathsep.join(filter(None, (str(folder), os.environ.get("PYTHONPATH")))), **(env_extra or {})}
     command = [sys.executable, "-m", "pytest", "-p", "service_spy", "-p", "no:randomly", "--bench-scripted",
                "--bench-store", str(folder / "results"), *args]  # fmt: skip
-    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=as_a_terminal_starts_it)  # the Ctrl-C test interrupts it
     if not wait:
         return process
     output, _ = process.communicate(timeout=600)

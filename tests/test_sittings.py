@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from benches import CONFTEST, write_bench
+from interrupts import as_a_terminal_starts_it
 
 pytestmark = pytest.mark.e2e
 
@@ -137,7 +138,9 @@ def test_interrupt_mid_trial_records_an_error_tears_down_and_leaves_no_cli(
            "--bench-scripted", "--bench-trials", "2"]  # fmt: skip
     (pytester.path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(pytester.path / "tmp")}
-    process = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=as_a_terminal_starts_it
+    )
     deadline = time.monotonic() + 60
     while not started_marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
