@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,6 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _add_transcripts_parser(commands)
     _add_export_parser(commands)
+    init = commands.add_parser(
+        "init",
+        help="write a new bench for your tool into a folder",
+        description="Write a new bench into FOLDER: bench.toml, conftest.py, and in bench/ a stand-in for your tool "
+        "(a to-do list CLI with a skill file, and an MCP server) compared in three arms on three tasks. It runs at "
+        "once, offline, with --bench-scripted; then replace the stand-ins with your tool. Never overwrites a file.",
+    )
+    init.add_argument("folder", type=Path, nargs="?", default=Path("."), help="where to write it (default: here)")
+    init.add_argument("--tool", required=True, metavar="NAME", help="your CLI's program name; the arms are named after it")
     return parser
 
 
@@ -380,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _export(args)
     if args.command == "transcripts":
         return _prune_transcripts(args)
+    if args.command == "init":
+        return _init(args)
     try:
         settings, store = _settings(args)
     except (UsageError, ReportError) as exc:
@@ -407,6 +419,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python would complain again when flushing stdout at exit; point it at devnull instead.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .scaffold import ScaffoldError, scaffold
+
+    try:
+        written = scaffold(args.folder, args.tool)
+    except (ScaffoldError, OSError) as exc:
+        print(f"benchcell init: error: {exc}", file=sys.stderr)
+        return 2
+    where = shlex.quote(str(args.folder))
+    print("\n".join(f"wrote {path}" for path in written))
+    print(
+        "next, a sitting of every cell against the scripted model (offline, spends no tokens):\n"
+        f"    cd {where} && pytest --bench-arm all --bench-task all --bench-scripted\n"
+        "then replace the stand-ins in bench/ with your tool, and the tasks and scripts with yours"
+    )
     return 0
 
 

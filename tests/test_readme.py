@@ -134,6 +134,7 @@ def known_options(scratch: Path) -> dict[str, set[str]]:
         "benchcell merge": options_in(help_of(str(BIN / "benchcell"), "merge", "--help")),
         "benchcell export inspect": options_in(help_of(str(BIN / "benchcell"), "export", "inspect", "--help")),
         "benchcell transcripts prune": options_in(help_of(str(BIN / "benchcell"), "transcripts", "prune", "--help")),
+        "benchcell init": options_in(help_of(str(BIN / "benchcell"), "init", "--help")),
     }
 
 
@@ -148,7 +149,7 @@ def check_command(argv: list[str], known: dict[str, set[str]], where: str) -> No
         assert not unknown, f"{where}: `{shlex.join(argv)}` uses options pytest --help does not list: {unknown}"
     elif name == "benchcell":
         commands = {("report",): "benchcell", ("merge",): "benchcell merge", ("transcripts", "prune"): "benchcell transcripts prune",
-                    ("export", "inspect"): "benchcell export inspect"}  # fmt: skip
+                    ("export", "inspect"): "benchcell export inspect", ("init",): "benchcell init"}  # fmt: skip
         command = next((words for words in commands if tuple(argv[1 : 1 + len(words)]) == words), None)
         assert command is not None, f"{where}: benchcell has these commands: {', '.join(' '.join(c) for c in commands)}"
         help_key = commands[command]
