@@ -49,11 +49,11 @@ def benchmark_script(name: str) -> ModuleType:
 
 
 def pages() -> list[Path]:
-    """README.md, then every page of the site's table of contents, in its order."""
+    """README.md, then every page of the site's tables of contents (one a sidebar caption), in their order."""
     index = (DOCS / "index.md").read_text(encoding="utf-8")
-    toctree = re.search(r"^```\{toctree\}\n(.*?)^```", index, flags=re.M | re.S)
-    assert toctree, "docs/index.md has no toctree"
-    names = [line.strip() for line in toctree.group(1).splitlines() if line.strip() and not line.lstrip().startswith(":")]
+    toctrees = re.findall(r"^```\{toctree\}\n(.*?)^```", index, flags=re.M | re.S)
+    assert toctrees, "docs/index.md has no toctree"
+    names = [line.strip() for tree in toctrees for line in tree.splitlines() if line.strip() and not line.lstrip().startswith(":")]
     return [FRONT_PAGE, *(DOCS / (name if name.endswith(".md") else f"{name}.md") for name in names)]
 
 

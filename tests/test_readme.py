@@ -214,8 +214,11 @@ def test_the_documentation_has_blocks_of_every_kind() -> None:
 def test_every_block_of_every_page(scratch: Path, known_options: dict[str, set[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In the site's order, so a later block can use what an earlier command wrote."""
     monkeypatch.chdir(scratch)
+    page, cwd = "", scratch
     for block in doc_blocks():
         where = str(block)
+        if block.page != page:  # a page's `cd` holds for the rest of that page, as in a reader's shell
+            page, cwd = block.page, scratch
         if block.marker == "output":
             continue
         if block.language == "toml":
@@ -236,7 +239,11 @@ def test_every_block_of_every_page(scratch: Path, known_options: dict[str, set[s
             if block.marker == "no-run":
                 continue
             for argv in chain[-1:] if block.marker == "run-last" else chain:
-                run_command(argv, scratch, where)
+                if program(argv) == "cd":
+                    cwd = (cwd / argv[1]).resolve()
+                    assert cwd.is_dir(), f"{where}: `cd {argv[1]}`: no such folder"
+                    continue
+                run_command(argv, cwd, where)
 
 
 def test_inline_bench_options_exist(known_options: dict[str, set[str]]) -> None:
