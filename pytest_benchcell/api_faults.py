@@ -23,7 +23,10 @@ What the harness concludes:
 
 - a trial ends *by the API* when the CLI gave up on a failing request, when it was still retrying
   one as the trial ended (the backstop), when the API sent no byte for ``api_stall_ms`` while a
-  request was open (a stall: the trial is ended at once, not at the backstop), or when requests were
+  request was open (a stall: the trial is ended at once, not at the backstop), when the backstop
+  fired while an open request had sent no byte for ``backstop_silence_ms`` (a quarter of
+  ``api_stall_ms``, at most 15 s: a stall the watch had not yet reached, where a model that streams
+  slowly stays the agent's hang), or when requests were
   refused for credentials :data:`CREDENTIAL_ATTEMPTS` times in a row (the CLI retries a 401 for about
   three minutes; no retry fixes a wrong key, so the trial is ended at once). Such a trial is an
   ``error`` naming the status, the error category and the attempts: never hung, confused or incorrect;
@@ -40,6 +43,14 @@ from typing import Any
 
 DEFAULT_API_STALL_MS = 60_000
 MIN_API_STALL_MS = 1_000
+# When the backstop fires while a request has been silent this long, the API stalled, not the model:
+# a quarter of api_stall_ms, at most 15 s (the bound at the default 60 s). A live reply sends its next
+# event within a second or two while the model writes (deltas, thinking deltas, the API's pings), and
+# its first byte (message_start) comes before any writing; so 15 s without a byte is an API or gateway
+# that stopped, never a model that writes slowly. A quarter keeps the bound well under a lowered
+# api_stall_ms, where the stall watch itself takes over.
+BACKSTOP_SILENCE_CAP_MS = 15_000
+BACKSTOP_SILENCE_SHARE = 4  # the bound is api_stall_ms / this, capped
 DEFAULT_STOP_AFTER_API_FAILURES = 3
 # The CLI retries a request refused for credentials (401 without `x-should-retry: false`, 403) for
 # about three minutes, as it does a 500; after this many refusals in a row the harness ends the trial.
@@ -167,6 +178,19 @@ class ApiLog:
             return None
         return self.last_sign_ms + self.stall_ms
 
+    @property
+    def backstop_silence_ms(self) -> int:
+        """How long an open request must have been silent when the backstop fires for the trial to be
+        the API's stall rather than the agent's hang (BACKSTOP_SILENCE_CAP_MS says why)."""
+        return min(self.stall_ms // BACKSTOP_SILENCE_SHARE, BACKSTOP_SILENCE_CAP_MS)
+
+    def silent_when_interrupted_ms(self) -> int | None:
+        """How long the open request had sent no byte when the harness interrupted the run; None when
+        no request was open then (the agent's own time: a tool running, or no interrupt)."""
+        if self.interrupted_ms is None or self.open_since_ms is None:
+            return None
+        return max(0, self.interrupted_ms - self.last_sign_ms)
+
     def credentials_refused(self) -> bool:
         """Whether the current request was refused for credentials CREDENTIAL_ATTEMPTS times in a row."""
         refused = 0
@@ -265,6 +289,15 @@ def classify(log: ApiLog, end: RunEnd) -> ApiFault | None:
     if end.backstop and last is not None:
         kind = KIND_CREDENTIALS if _refused(last.status, last.error) else KIND_FAILING
         return ApiFault(kind, last.status, last.error, log.attempts(end.end_ms), "still failing when the backstop was reached")
+    silent = log.silent_when_interrupted_ms() if end.backstop else None
+    if silent is not None and silent >= log.backstop_silence_ms:
+        where = "mid-reply" if log.streaming is not None else "before the reply began"
+        detail = (
+            f"no byte for {silent} ms {where} when the wall-clock backstop was reached (a stall from "
+            f"{log.backstop_silence_ms} ms at the backstop: a quarter of [bench] api_stall_ms, at most "
+            f"{BACKSTOP_SILENCE_CAP_MS // 1000} s), from {log.last_sign_ms / 1000:.1f} s into the conversation"
+        )
+        return ApiFault(KIND_STALLED, None, "stall", log.attempts(end.end_ms), detail)
     return None
 
 

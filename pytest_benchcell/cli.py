@@ -486,10 +486,12 @@ def _merge(args: argparse.Namespace) -> int:
     except (StoreError, OSError) as exc:
         print(f"benchcell merge: {exc}", file=sys.stderr)
         return 1
+    stores = f"{len(sources)} store{'s' if len(sources) != 1 else ''}"
+    refused = f", {result.refused} refused" + (" (listed below)" if result.refused else "")
     print(
-        f"merged into {args.into}: {result.appended} samples appended ({result.renumbered} renumbered), "
-        f"{result.already_there} already there, {result.definitions} definitions files copied, "
-        f"{_transcripts_carried(result.transcripts)}"
+        f"merged into {args.into}: {result.read} samples read from {stores}: {result.appended} appended "
+        f"({result.renumbered} renumbered), {result.already_there} already there (same id in DEST or an earlier "
+        f"SRC){refused}; {result.definitions} definitions files copied, {_transcripts_carried(result.transcripts)}"
     )
     for problem in result.problems:
         print(f"    {problem}")

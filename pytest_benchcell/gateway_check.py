@@ -23,7 +23,8 @@ DISTRIBUTION = "pytest-benchcell"
 WORKER_EXTRA = "xdist"
 
 # Sent through execnet to a far Python before xdist starts its worker there (stdlib only: that
-# Python may lack everything else). It answers what is installed, and whether it imports.
+# Python may lack everything else; `packaging`, which pytest brings, judges markers when there). It
+# answers what is installed, which of the plugin's dependencies are missing, and whether it imports.
 PROBE_SOURCE = """
 import importlib, importlib.metadata as metadata, os, sys
 found = {"python": sys.executable, "cwd": os.getcwd()}
@@ -32,8 +33,46 @@ for distribution in ("pytest-benchcell", "pytest-xdist", "execnet"):
         found[distribution] = metadata.version(distribution)
     except metadata.PackageNotFoundError:
         found[distribution] = None
+# The plugin's own dependencies, as its metadata lists them: a checkout on sys.path (a .pth, PYTHONPATH)
+# with its build's metadata beside it looks installed, but brings none of them.
+found["missing"], found["metadata_at"], found["source_at"] = [], None, None
 try:
-    importlib.import_module("pytest_benchcell.plugin")
+    distribution = metadata.distribution("pytest-benchcell")
+    found["metadata_at"] = str(distribution.locate_file(""))
+    if os.path.isfile(os.path.join(found["metadata_at"], "pyproject.toml")):
+        found["source_at"] = found["metadata_at"]  # a checkout of the plugin, not an installed copy
+    for line in distribution.requires or ():
+        name, _, marker = line.partition(";")
+        if "extra" in marker:
+            continue
+        try:
+            from packaging.requirements import Requirement
+            requirement = Requirement(line)
+            if requirement.marker is not None and not requirement.marker.evaluate():
+                continue
+            name = requirement.name
+        except ImportError:
+            if marker.strip():
+                continue  # no packaging to judge the marker with: the import below still tells
+            name = name.split("[")[0].strip(" <>=!~(")
+            for stop in "<>=!~ (":
+                name = name.split(stop)[0]
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found["missing"].append(name)
+except metadata.PackageNotFoundError:  # not installed; its source may still be on the path
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("pytest_benchcell")
+        folder = os.path.dirname(os.path.dirname(spec.origin)) if spec and spec.origin else None
+        if folder and os.path.isfile(os.path.join(folder, "pyproject.toml")):
+            found["source_at"] = folder
+    except Exception:
+        pass
+try:  # what a worker imports first: the plugin, then the store and the worker's side
+    for module in ("pytest_benchcell.plugin", "pytest_benchcell.store", "pytest_benchcell.remote"):
+        importlib.import_module(module)
     found["import_error"] = None
 except Exception as exc:
     found["import_error"] = f"{type(exc).__name__}: {exc}"
@@ -122,9 +161,18 @@ def probe_problem(found: Mapping[str, Any], controller: Mapping[str, Any], *, ch
     gateway's folder), with the command that installs it; None when the plugin and xdist are there
     (the worker compares versions and commits itself)."""
     python = str(found.get("python") or "its python")
+    install = install_command(python, Path(checkout) if checkout else None, controller)
+    if found.get("source_at") and not controller.get("plugin_in_checkout"):
+        install = f"{python} -m pip install -e '{found['source_at']}[{WORKER_EXTRA}]'"  # the source it finds already
     if found.get(DISTRIBUTION) is None:
-        install = install_command(python, Path(checkout) if checkout else None, controller)
-        return f"pytest-benchcell is not installed in {python}: install it there with {install}"
+        where = f" (it finds only the plugin's source, in {found['source_at']})" if found.get("source_at") else ""
+        return f"pytest-benchcell is not installed in {python}{where}: install it there with {install}"
+    if found.get("missing"):  # the plugin's metadata is on the path (a checkout's build), its dependencies are not
+        return (
+            f"pytest-benchcell is not installed in {python}: that Python finds the plugin (its metadata in "
+            f"{found.get('metadata_at')}) but not its dependencies ({', '.join(found['missing'])}); install it there "
+            f"with {install}"
+        )
     if found.get("import_error"):
         source = found.get("editable_from")
         again = (

@@ -28,6 +28,8 @@ from .sample import (
     OUTCOME_PASS,
     RECORD_RESCORE,
     SCHEMA_VERSION,
+    STATUS_ERROR,
+    STATUS_INVALID,
     STATUS_RESCORE,
     STATUS_SCORED,
     Definition,
@@ -42,18 +44,40 @@ from .trial import HarnessError, differences_for
 
 @dataclass
 class RescoreTally:
-    checked: int = 0
+    """What became of every stored sample the rescore read: each one is changed, kept, current or
+    skipped for a named reason, so the summary's parts add up to what it read."""
+
+    read: int = 0  # trial samples of the selected cells (rescore records applied, not counted)
     changed: list[str] = field(default_factory=list)  # one line per verdict that really changed (pass <-> incorrect)
     updated: int = 0  # same verdict, recorded under the current scoring (or with other differences)
-    skipped: list[str] = field(default_factory=list)  # why a sample could not be re-scored
+    current: int = 0  # same verdict and differences under the current scoring: nothing appended
+    skipped: dict[str, int] = field(default_factory=dict)  # why -> how many samples were not re-scored
+    skipped_lines: list[str] = field(default_factory=list)  # the samples a problem kept from re-scoring
+
+    def skip(self, why: str, count: int = 1, line: str | None = None) -> None:
+        if count:
+            self.skipped[why] = self.skipped.get(why, 0) + count
+        if line is not None:
+            self.skipped_lines.append(line)
 
     def summary_lines(self, where: str) -> list[str]:
+        skipped = sum(self.skipped.values())
+        why = f" ({'; '.join(f'{count} {reason}' for reason, count in self.skipped.items())})" if skipped else ""
         return [
-            f"re-scored {self.checked} stored samples in {where}: {len(self.changed)} verdicts changed, "
-            f"{self.updated} kept their verdict under the current scoring (appended as rescore records)",
+            f"re-scored {self.read} stored samples in {where}: {len(self.changed)} verdicts changed, "
+            f"{self.updated} kept their verdict under the current scoring (appended as rescore records), "
+            f"{self.current} already current (nothing appended), {skipped} skipped{why}",
             *(f"    {line}" for line in self.changed),
-            *(f"    skipped {line}" for line in self.skipped),
+            *(f"    skipped {line}" for line in self.skipped_lines),
         ]
+
+
+# Why a stored sample is not re-scored, in the summary's words.
+SKIP_STATUS = {STATUS_INVALID: "invalid: never scored", STATUS_ERROR: "error: never scored"}
+SKIP_BOUND = "confused or hung: a bound, not a checker verdict"
+SKIP_TASK_GONE = "of a task no longer in the bench file"
+SKIP_NO_STATE = "without a stored state snapshot"
+SKIP_CHECKER_FAILED = "the checker could not judge"
 
 
 def samples_elsewhere(store: Store, cells: list[Cell], flag: str) -> list[str]:
@@ -72,13 +96,20 @@ def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, 
     tally = RescoreTally()
     with tempfile.TemporaryDirectory(prefix="benchcell-rescore-") as scratch:
         for cell in cells:
-            task = bench.tasks.get(cell.task)
-            if task is None:
-                tally.skipped.append(f"{cell}: task {cell.task!r} is no longer in {bench.path.name}")
+            samples = effective_samples(store.read_cell(cell).samples)
+            tally.read += len(samples)
+            if cell.task not in bench.tasks:
+                line = f"{cell}: task {cell.task!r} is no longer in {bench.path.name}"
+                tally.skip(SKIP_TASK_GONE, len(samples), line if samples else None)
                 continue
             definition = bench.definition(cell.arm, cell.task)  # hashes the whole definition: once per cell
-            for sample in effective_samples(store.read_cell(cell).samples):
-                if sample.get("status") != STATUS_SCORED or sample.get("outcome") not in CHECKER_OUTCOMES:
+            for sample in samples:
+                status = sample.get("status")
+                if status != STATUS_SCORED:
+                    tally.skip(SKIP_STATUS.get(str(status), f"{status}: never scored"))
+                    continue
+                if sample.get("outcome") not in CHECKER_OUTCOMES:
+                    tally.skip(SKIP_BOUND)
                     continue
                 _rescore_one(bench, store, cell, definition, sample, hooks, Path(scratch), sitting, tally)
     return tally
@@ -92,23 +123,23 @@ def _rescore_one(
     label = f"{cell.arm}-{cell.task}-t{sample.get('trial')}"
     state = sample.get("state") or {}
     if task.check_state and ("before" not in state or "after" not in state):
-        tally.skipped.append(f"{label}: no stored state snapshot to re-score the end state against")
+        tally.skip(SKIP_NO_STATE, line=f"{label}: no stored state snapshot to re-score the end state against")
         return
     info = TrialInfo(
         arm=cell.arm, task=cell.task, tier=task.tier, trial=int(sample["trial"]), model_kind=cell.model_kind,
         workdir=scratch, agent_cwd=scratch,
     )  # fmt: skip
-    tally.checked += 1
     try:
         differences = differences_for(
             bench, task, hooks, info, None, sample.get("final_answer", ""), state.get("before"), state.get("after")
         )
     except HarnessError as exc:
-        tally.skipped.append(f"{label}: {exc}")
+        tally.skip(SKIP_CHECKER_FAILED, line=f"{label}: {exc}")
         return
     outcome = OUTCOME_INCORRECT if differences else OUTCOME_PASS
     same_verdict = outcome == sample["outcome"] and differences == sample.get("score", {}).get("differences", [])
     if same_verdict and definition.scores(scoring_of(sample)):
+        tally.current += 1
         return
     reason = differences[0] if differences else ""
     store.append(

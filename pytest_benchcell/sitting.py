@@ -109,6 +109,8 @@ class CellTally:
     usage_unknown: int = 0  # trials whose replies came without usage: their tokens are not in `spent`
     scored_after: int | None = None
     stale_scoring: int = 0  # scored under the current conditions but an older scoring: --bench-rescore
+    other_conditions: int = 0  # scored under other conditions (another definition of the cell): never pooled
+    fill: tuple[int, int] | None = None  # --bench-fill N: (N, the trials planned to reach it)
     duplicates: list[str] = field(default_factory=list)  # sample ids stored more than once (counted once)
     blocked: int = 0  # trials in which the sandbox kept the arm's own program from what it needs
     blocked_lines: list[str] = field(default_factory=list)  # what it kept, each line once
@@ -162,7 +164,7 @@ def summary_lines(
             status = f"meets the reporting floor of {floor}"
         else:
             status = f"below the reporting floor of {floor}: {floor - after} more to deepen this cell"
-        lines.append(f"    scored samples of the current definition: {tally.scored_before} -> {after} ({status})")
+        lines.append(f"    scored samples of the current definition: {tally.scored_before} -> {after} ({_growth(tally, after)}{status})")
         if tally.blocked:
             trials = "1 trial" if tally.blocked == 1 else f"{tally.blocked} trials"
             lines.append(
@@ -174,6 +176,11 @@ def summary_lines(
                 f"    {tally.stale_scoring} more scored under an older scoring definition (facts, changes or "
                 f"[checker]): --bench-rescore brings them up to date without running them again"
             )
+        if tally.other_conditions:
+            lines.append(
+                f"    {tally.other_conditions} more scored under other conditions (another definition of this cell: "
+                f"never pooled with these)"
+            )
         if tally.duplicates:
             shown = ", ".join(tally.duplicates[:5]) + (", ..." if len(tally.duplicates) > 5 else "")
             lines.append(f"    {len(tally.duplicates)} duplicate sample line(s) counted once: {shown}")
@@ -184,6 +191,23 @@ def summary_lines(
         lines.append(f"spent: {spent:,.0f} cost-equivalent tokens this sitting{limit}{unmetered}")
     lines.append(f"store: {store_path}")
     return lines
+
+
+def _growth(tally: CellTally, after: int) -> str:
+    """Where the cell's growth came from, said only when this sitting's scored trials are not all of it
+    (another sitting or a merge wrote to the cell meanwhile), so before + parts = after always holds;
+    before a fill (nothing ran), the trials it plans to reach its target."""
+    if tally.scored_after is None:  # nothing ran (--collect-only): what a fill's listing adds up to
+        if tally.fill is None:
+            return ""
+        target, planned = tally.fill
+        return f"+{planned} planned to reach --bench-fill {target}; " if planned else f"already at --bench-fill {target}; "
+    mine = tally.passed + tally.failed
+    others = after - tally.scored_before - mine
+    if not others:
+        return ""
+    said = f"+{others} from other sittings meanwhile" if others > 0 else f"{others} no longer read as current meanwhile"
+    return f"+{mine} this sitting, {said}; "
 
 
 STOP_PREFIX = "benchcell stops the sitting: "

@@ -73,6 +73,8 @@ def test_the_backstop_after_the_api_recovered_is_the_agents_hung_trial() -> None
     log.request_began(0)
     retries(log, 529, "overloaded", [(100, 600), (710, 1100)])
     reply(log, 1900, "msg_1", complete=False)  # the model streams, slowly, when the backstop comes
+    for at in range(3960, 20_000, 2000):  # a delta every 2 s
+        log.stream_event(at, "content_block_delta")
     log.interrupted(20_000)
     assert classify(log, RunEnd(20_000, backstop=True, is_error=True)) is None
     assert log.wait_ms(20_000) == 1700 and log.completed_replies == []  # the reply it cut is no turn
@@ -182,6 +184,58 @@ def test_a_stall_is_classified_with_where_it_happened() -> None:
         "(1 attempt); not the agent's doing"
     )
     assert log.completed_replies == [] and log.cut == {"msg_1"}
+
+
+def test_the_bound_of_silence_at_the_backstop_is_a_quarter_of_api_stall_ms_at_most_15_s() -> None:
+    assert ApiLog().backstop_silence_ms == 15_000  # api_stall_ms at its default, 60 s
+    assert ApiLog(stall_ms=8000).backstop_silence_ms == 2000
+    assert ApiLog(stall_ms=600_000).backstop_silence_ms == 15_000
+
+
+@pytest.mark.parametrize(
+    ("streamed", "where"), [(True, "mid-reply"), (False, "before the reply began")], ids=["mid-reply", "no-first-byte"]
+)
+def test_a_request_silent_past_the_bound_when_the_backstop_fires_is_the_apis_stall(streamed: bool, where: str) -> None:
+    """The issue's sitting: backstop 20 s, api_stall_ms 60 s, a stream that stops after its first delta
+    (or a request that never gets its first byte): the API stalled, the watch had not yet fired."""
+    log = ApiLog()
+    reply(log, 0, "msg_1")  # an earlier reply, then a tool ran
+    log.request_began(3000)
+    if streamed:
+        log.stream_event(3400, "message_start", "msg_2")
+        log.stream_event(3500, "content_block_delta")
+    log.interrupted(20_000)
+    fault = classify(log, RunEnd(20_400, backstop=True, is_error=True, terminal_reason="aborted_streaming"))
+    assert fault is not None and fault.as_dict() == {"kind": "stalled", "status": None, "error": "stall", "attempts": 1}
+    silent = 20_000 - (3500 if streamed else 3000)
+    assert fault.reason == (
+        f"model API stalled: no byte for {silent} ms {where} when the wall-clock backstop was reached (a stall from "
+        f"15000 ms at the backstop: a quarter of [bench] api_stall_ms, at most 15 s), from {(20_000 - silent) / 1000:.1f} "
+        "s into the conversation (1 attempt); not the agent's doing"
+    )
+    # The sitting's stop rule counts it as the API's failure, as it does the watch's stall.
+    stop = SittingStop(after_api_failures=2)
+    assert stop.record("t1", "error", fault.as_dict()) is None
+    assert stop.record("t2", "error", fault.as_dict()) is not None and stop.api_failures_in_row == 2
+
+
+@pytest.mark.parametrize(
+    ("last_sign", "open_request"),
+    [(5001, True), (19_000, True), (1000, False)],
+    ids=["silent-just-under-the-bound", "streaming-slowly", "a-tool-running"],
+)
+def test_the_backstop_is_the_agents_hang_unless_an_open_request_was_silent_past_the_bound(
+    last_sign: int, open_request: bool
+) -> None:
+    log = ApiLog()
+    reply(log, 0, "msg_1", complete=not open_request)
+    if open_request:
+        log.stream_event(last_sign, "content_block_delta")
+    else:
+        log.stream_event(last_sign, "message_stop")  # answered: the agent's tool runs until the backstop
+    log.interrupted(20_000)
+    assert classify(log, RunEnd(20_100, backstop=True, is_error=True)) is None
+    assert classify(log, RunEnd(20_100)) is None  # and no backstop, no stall of this kind
 
 
 def test_nothing_new_counts_after_the_interrupt() -> None:

@@ -208,6 +208,44 @@ def test_an_api_that_stalls_mid_reply_is_an_error_at_api_stall_ms_not_at_the_bac
     assert [e["stall_ms"] for e in events if e["kind"] == "api_stall"] == [2000]
 
 
+def test_a_stream_silent_past_the_bound_when_the_backstop_fires_is_a_stall_and_stops_the_sitting(
+    pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's sitting scaled down: api_stall_ms = 8000 (the bound at the backstop is a quarter, 2 s),
+    a backstop of 4 s, streams that stop after their first delta for 45 s. The watch never fires (8 s);
+    the backstop does, with the request silent for over 2 s: the API stalled, an error, and two in a row
+    stop the sitting like any API failure."""
+    bench(pytester, api_stall_ms=8000, stop_after_api_failures=2)
+    serve(api, [Repeat(Stall(45, HELLO))], monkeypatch)
+    result = sitting(pytester, "--bench-trials", "3", "--bench-wall-clock-ms", "4000")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=2)
+    first, second = samples(pytester)
+    for sample in (first, second):
+        assert sample["api_error"] == {"kind": "stalled", "status": None, "error": "stall", "attempts": 1}
+        assert sample["reason"].startswith("model API stalled: no byte for ")
+        assert " ms mid-reply when the wall-clock backstop was reached (a stall from 2000 ms at the backstop" in sample["reason"]
+        assert sample["turns"] == 0 and sample["outcome"] is None
+    result.stdout.fnmatch_lines([
+        "the sitting stopped: 2 trials in a row ended by the model API (the last, bare-say-hello-t2: stall on 1 "
+        "attempt): [[]bench] stop_after_api_failures = 2; *1 planned trial(s) did not run*",
+    ])  # fmt: skip
+
+
+def test_a_model_that_streams_slowly_until_the_backstop_stays_hung(
+    pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same bounds, a model whose every reply pauses 1 s (under the 2 s bound) and then calls a
+    tool, again and again: the backstop ends the agent's trial, hung, as before."""
+    bench(pytester, api_stall_ms=8000)
+    serve(api, [Repeat(Stall(1, ToolUse("Bash", {"command": "true"})))], monkeypatch)
+    result = sitting(pytester, "--bench-trials", "1", "--bench-wall-clock-ms", "4000")
+    result.assert_outcomes(failed=1)
+    (sample,) = samples(pytester)
+    assert (sample["status"], sample["outcome"], sample["api_error"]) == ("scored", "hung", None)
+    assert sample["reason"] == "wall-clock backstop of 4000 ms reached" and sample["turns"] >= 1
+
+
 @pytest.mark.slow
 def test_a_slow_model_that_never_falls_silent_for_api_stall_ms_is_no_stall(
     pytester: pytest.Pytester, api: list, monkeypatch: pytest.MonkeyPatch

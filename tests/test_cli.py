@@ -151,11 +151,11 @@ def test_merge_appends_what_dest_lacks_and_renumbers(tmp_path: Path, capsys: pyt
     write_samples(tmp_path / "a", [*shared, *cell_samples("cli", "t1", 2, tier="read", start_trial=2)])
     write_samples(tmp_path / "b", [*shared, *cell_samples("cli", "t1", 2, tier="read", start_trial=2)])
     assert main(["merge", str(tmp_path / "b"), "--into", str(tmp_path / "a")]) == 0
-    assert "2 samples appended (2 renumbered), 1 already there" in capsys.readouterr().out
+    assert "3 samples read from 1 store: 2 appended (2 renumbered), 1 already there" in capsys.readouterr().out
     lines = (tmp_path / "a" / "real" / "cli" / "t1.jsonl").read_text().splitlines()
     assert [json.loads(line)["trial"] for line in lines] == [1, 2, 3, 4, 5]
     assert main(["merge", str(tmp_path / "b"), "--into", str(tmp_path / "a")]) == 0  # idempotent
-    assert "0 samples appended" in capsys.readouterr().out
+    assert "0 appended" in capsys.readouterr().out
     assert main(["merge", str(tmp_path / "a"), "--into", str(tmp_path / "a")]) == 2
     assert main(["merge", str(tmp_path / "missing"), "--into", str(tmp_path / "a")]) == 2
 
@@ -188,7 +188,7 @@ def test_merge_refuses_samples_of_other_conditions_unless_asked(tmp_path: Path, 
     assert "--allow-other-conditions" in err
     assert (tmp_path / "mine" / "real" / "cli" / "t1.jsonl").read_bytes() == mine
     assert main(["merge", str(tmp_path / "theirs"), "--into", str(tmp_path / "mine"), "--allow-other-conditions"]) == 0
-    assert "1 samples appended" in capsys.readouterr().out
+    assert "1 samples read from 1 store: 1 appended" in capsys.readouterr().out
 
 
 def test_merge_refuses_a_new_cell_of_another_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,6 +54,24 @@ def test_what_a_far_python_lacks_is_named_with_its_fix() -> None:
         "pytest-benchcell 0.1.0 is installed in /far/.venv/bin/python but does not import (ModuleNotFoundError: No "
         "module named 'filelock'): install it there with its dependencies, /far/.venv/bin/python -m pip install -e '/far[xdist]'"
     )
+    # A checkout on that Python's path (a .pth, PYTHONPATH) with its build's metadata: the plugin "is
+    # there" but its dependencies are not; a released controller's fix installs that very source.
+    released = {**CONTROLLER, "plugin_in_checkout": False}
+    bare = {**FOUND, "missing": ["filelock", "bashlex"], "metadata_at": "/src/benchcell", "source_at": "/src/benchcell",
+            "import_error": "ModuleNotFoundError: No module named 'filelock'"}  # fmt: skip
+    assert probe_problem(bare, released, checkout="/far") == (
+        "pytest-benchcell is not installed in /far/.venv/bin/python: that Python finds the plugin (its metadata in "
+        "/src/benchcell) but not its dependencies (filelock, bashlex); install it there with /far/.venv/bin/python -m "
+        "pip install -e '/src/benchcell[xdist]'"
+    )
+    assert probe_problem(bare, CONTROLLER, checkout="/far").endswith(  # the bench's checkout carries the plugin
+        f"install it there with git -C /far checkout {'c' * 40} && /far/.venv/bin/python -m pip install -e '/far[xdist]'"
+    )
+    source_only = {**FOUND, "pytest-benchcell": None, "source_at": "/src/benchcell"}
+    assert probe_problem(source_only, released, checkout="/far") == (
+        "pytest-benchcell is not installed in /far/.venv/bin/python (it finds only the plugin's source, in "
+        "/src/benchcell): install it there with /far/.venv/bin/python -m pip install -e '/src/benchcell[xdist]'"
+    )
     no_xdist = probe_problem({**FOUND, "pytest-xdist": None}, CONTROLLER, checkout="/far")
     assert no_xdist is not None and no_xdist.startswith("pytest-xdist is not installed in /far/.venv/bin/python (a worker needs")
 

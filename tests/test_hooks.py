@@ -216,7 +216,7 @@ def test_rescore_flips_a_stored_verdict_without_any_model_call(pytester: pytest.
     result.stdout.fnmatch_lines(
         [
             "*benchcell rescore*",
-            "re-scored 2 stored samples in 2 cells of *: 2 verdicts changed, 0 kept their verdict under the current scoring (appended as rescore records)",
+            "re-scored 2 stored samples in 2 cells of *: 2 verdicts changed, 0 kept their verdict under the current scoring (appended as rescore records), 0 already current (nothing appended), 0 skipped",
             "    shell-make-file-t1: pass -> incorrect (files: missing \"other.txt\"; unexpected \"made.txt\")",
             "    shell-greet-t1: pass -> incorrect (missing fact: goodbye*",
         ]

@@ -115,6 +115,52 @@ def test_a_gateway_without_the_bench_stops_the_sitting_once(pytester: pytest.Pyt
     assert "replacing crashed worker" not in result.stdout.str()
 
 
+def python_without_the_plugins_dependencies(folder: Path) -> Path:
+    """A real venv with pytest, execnet and pytest-xdist (linked from this one, no network) but none of
+    the plugin's own dependencies, and this checkout on its path through a .pth: the far Python of a
+    machine where the checkout is there and pytest-benchcell was never installed."""
+    import importlib.metadata as metadata
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(folder)
+    (site,) = folder.glob("lib/python*/site-packages")
+    linked = folder / "linked"
+    linked.mkdir()
+    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments", "execnet", "pytest-xdist"):
+        distribution = metadata.distribution(name)
+        tops = {Path(str(f)).parts[0] for f in distribution.files or () if not str(f).startswith("..")}
+        for top in tops:
+            source = Path(str(distribution.locate_file(top)))
+            if source.exists() and not (linked / top).exists():
+                (linked / top).symlink_to(source)
+    checkout = Path(__file__).resolve().parents[1]
+    (site / "benchcell_checkout.pth").write_text(f"{linked}\n{checkout}\n")
+    python = folder / "bin" / "python"
+    found = subprocess.run([str(python), "-c", "import xdist, execnet, pytest_benchcell.plugin; import filelock"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert "No module named 'filelock'" in found.stderr  # the plugin's source imports, its dependencies do not
+    return python
+
+
+def test_a_gateway_python_that_finds_the_checkout_but_not_its_dependencies_is_told_to_install_it(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    write_bench(pytester)
+    far = clone(pytester, tmp_path / "far")
+    python = python_without_the_plugins_dependencies(tmp_path / "far-python")
+    checkout = Path(__file__).resolve().parents[1]
+    result = pytester.runpytest_subprocess(*SITTING, "-d", "--tx", f"popen//python={python}//chdir={far}", timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        f"*benchcell: gateway gw0 (popen//python={python}//chdir={far}) cannot run trials: pytest-benchcell is "
+        f"not installed in {python}*install it there with {python} -m pip install -e '{checkout}[[]xdist]'; the "
+        "sitting stops (no trial ran there)*",
+    ])  # fmt: skip
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text and "ModuleNotFoundError" not in text
+    assert trials_torn_down(pytester) == []
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

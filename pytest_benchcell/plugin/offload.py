@@ -53,7 +53,7 @@ class RescorePlugin(OffloadPlugin):
         store = _store(self.config, self.bench, write=True)
         cells = [cell for cell in self.selected_cells(model_kind) if store.samples_path(cell).exists()]
         tally = rescore_cells(self.bench, store, cells, self.config.hook, sitting=new_sitting_id())
-        self.lines = tally.summary_lines(f"{len(cells)} cells of {store.root / model_kind}")
+        self.lines = tally.summary_lines(f"{len(cells)} cell{'' if len(cells) == 1 else 's'} of {store.root / model_kind}")
         if not cells:  # real and scripted samples live apart: say where this selection's samples are
             other_kind = MODEL_REAL if model_kind == MODEL_SCRIPTED else MODEL_SCRIPTED
             flag = "add --bench-scripted" if other_kind == MODEL_SCRIPTED else "leave out --bench-scripted"

@@ -164,6 +164,9 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])
         if cell in counts:
             tally.stale_scoring, tally.duplicates = counts[cell].stale_scoring, counts[cell].duplicates
+            tally.other_conditions = counts[cell].other_conditions
+        if option.bench_fill not in (None, FILL_DECIDE):  # what the listing adds to the stored samples
+            tally.fill = (option.bench_fill or bench.floor, len(numbers[cell]))
     return state
 
 

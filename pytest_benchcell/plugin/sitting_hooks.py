@@ -172,6 +172,7 @@ class SittingPlugin:
             count = state.store.count_current(cell, state.extra["definitions"][(cell.arm, cell.task)])
             tally = state.tallies[(cell.arm, cell.task)]
             tally.scored_after, tally.stale_scoring, tally.duplicates = count.current, count.stale_scoring, count.duplicates
+            tally.other_conditions = count.other_conditions
         # The controller saw every trial's report (xdist workers' too): no need to re-read the store.
         spent = sum(tally.spent for tally in state.tallies.values()) if state.reserved else None
         title = "benchcell sitting" if state.reserved else "benchcell sitting (collect-only: nothing ran or was reserved)"

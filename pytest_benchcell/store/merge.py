@@ -61,8 +61,12 @@ def other_conditions(sources: Sequence[Store], dest: Store) -> list[str]:
 
 @dataclass
 class MergeResult:
+    """What became of every sample read from the sources: read = appended + already_there + refused."""
+
+    read: int = 0  # readable sample lines of the sources (rescore records included)
     appended: int = 0
-    already_there: int = 0  # samples DEST held already (same id)
+    already_there: int = 0  # samples DEST held already, or an earlier source gave it (same id)
+    refused: int = 0  # samples that cannot have a place in DEST (validate_sample): each one is in problems
     renumbered: int = 0
     problems: list[Problem] = field(default_factory=list)
     definitions: int = 0  # definitions files copied
@@ -95,6 +99,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
             for source in sources:
                 origin = str(source.root.resolve())
                 for sample, raw in source.iter_raw(cell, result.problems):
+                    result.read += 1
                     sample_id = str(sample.get("id") or "")
                     if sample_id in seen:
                         result.already_there += 1
@@ -119,6 +124,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
                         validate_sample(merged)
                     except StoreError as exc:
                         result.problems.append(Problem(source.samples_path(cell), 0, f"not merged: {exc}"))
+                        result.refused += 1
                         continue
                     # Before its sample: DEST never holds a sample whose transcript was not yet there.
                     carried = transcript.copy_transcript(merged, source.root, dest.root)

@@ -78,6 +78,14 @@ def _notices(report: Report, context: _Context) -> list[str]:
             f"left out: {names_in_prose(left)}."
         )
     provenance = report.provenance
+    if provenance.left_out_older:  # the whole first, so the reasons below add up to what was read
+        used = sum(provenance.models.values())
+        other = "of other conditions" if provenance.current_conditions else "of older fingerprints"
+        notes.append(
+            f"Of the {plural(used + provenance.left_out_older, 'sample')} read, {used} used and "
+            f"{provenance.left_out_older} left out: {provenance.left_out_stale_scoring} judged under an older scoring "
+            f"definition and {provenance.left_out_other_conditions} {other} (below)."
+        )
     if provenance.left_out_stale_scoring:
         stale_cells = sum(
             any(not g.used and g.fingerprint.startswith(STALE_PREFIX) for g in c.groups) for c in context.cells.values()
