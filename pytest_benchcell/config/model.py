@@ -8,7 +8,7 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,6 +168,10 @@ class Bench:
     # a trial the API ended is recorded as the API's, never how an agent's trial is scored.
     api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long mid-request: the trial ends, error
     stop_after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES  # trials in a row the API ended: the sitting stops
+    # What each declared binary of an arm is on this machine (tool_identity.arm_identities), given by
+    # parse_bench so this module stays pure: (binaries, path folders, bench folder) -> identities.
+    # None (a Bench built by hand): conditions without identities.
+    identify_binaries: Callable[..., Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
 
     def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
         """The declared comparisons among `arms` (default: every arm), or every pair of them."""
@@ -207,6 +211,10 @@ class Bench:
                     **({"helpers": {name: sorted(progs) for name, progs in sorted(arm_def.helpers.items())}} if arm_def.helpers else {}),
                     **({"probe": dict(sorted(arm_def.probes.items()))} if arm_def.probes else {}),
                     **({"network": list(arm_def.network)} if arm_def.network else {}),
+                    **({"readable": self._readable_as_written(arm_def)} if arm_def.readable else {}),
+                    # What each binary is (content hash, files its script names, version): a new build
+                    # of the tool under test is a new definition.
+                    **({"identity": identities} if (identities := self.tool_identities(arm)) else {}),
                 },
                 "task": {"intent": task_def.intent, "tier": task_def.tier},
                 "bounds": {
@@ -215,6 +223,23 @@ class Bench:
                 },
             }
         )
+
+    def tool_identities(self, arm: str) -> dict[str, Any]:
+        """{binary: what it is here} for the arm's declared binaries; {} without a provider."""
+        arm_def = self.arms[arm]
+        if self.identify_binaries is None or not arm_def.binaries:
+            return {}
+        return dict(self.identify_binaries(arm_def.binaries, arm_def.path, self.root))
+
+    def binaries_found(self, arm: str) -> bool:
+        """Whether this machine has every declared binary of the arm (else its cells' current
+        definitions cannot be known here: a report reads their newest fingerprint instead)."""
+        return all(identity.get("found", True) for identity in self.tool_identities(arm).values())
+
+    def _readable_as_written(self, arm_def: Arm) -> list[str]:
+        """The arm's readable files relative to the bench folder (they are inside it), not this machine's folders."""
+        root = self.root.resolve()
+        return sorted(Path(entry).relative_to(root).as_posix() if Path(entry).is_relative_to(root) else entry for entry in arm_def.readable)
 
     def scoring(self, task: str) -> dict[str, Any]:
         """How a finished trial is judged: the task's facts and changes and the [checker] settings.

@@ -1,0 +1,210 @@
+"""What an arm's declared binaries are on this machine, for the cell's conditions.
+
+The conditions name an arm's binaries; this says what each one is, so a new build of the CLI under
+test starts a new definition instead of pooling with the old one's samples:
+
+- each binary is found as a trial finds it (the arm's `path` folders, then the harness's PATH:
+  `search_path`), its real file (symlinks resolved) hashed: `sha256`, 16 hex digits;
+- a text script (`#!...`) is hashed itself, and so is every existing file its lines name (a
+  wrapper's `exec node "$(dirname "$0")/../lib/cli.js" "$@"` or `exec python3 bench/cli.py "$@"`),
+  relative to the script's folder or to the bench folder: `files`, keyed by the path relative to
+  the bench folder when the file is in it (else as the script writes it); what those files import
+  in turn is not followed;
+- `version`: the first line `BINARY --version` prints when it exits 0 within VERSION_TIMEOUT_S,
+  with stdin closed, in the bench folder, on the search path (absent otherwise);
+- a binary not found is `{"found": False}`: its cell has no current definition on this machine.
+
+Hashes are kept per process by (real path, size, modification time), versions by the same keys of
+the binary and the files it names, so a sitting or a report pays for a big binary (node: ~100 MB)
+once and sees a file edited meanwhile. Knows nothing of pytest or of the bench's dataclasses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+HASH_DIGITS = 16
+VERSION_TIMEOUT_S = 3.0
+VERSION_CHARS = 200
+SCRIPT_BYTES = 256 * 1024  # a larger file is a program, not a wrapper: hashed, its lines not read
+FILES_PER_SCRIPT = 8
+# Where a wrapper names its own folder: `$(dirname "$0")`, `$(dirname -- "$(readlink -f "$0")")`,
+# `${0%/*}`, `` `dirname $0` ``, the same with BASH_SOURCE; then `$(cd "DIR" && pwd)` around it.
+_SELF = r'"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?'
+_RESOLVED_SELF = rf'(?:{_SELF}|"?\$\(\s*(?:readlink\s+-[fe]|realpath)\s+(?:--\s+)?{_SELF}\s*\)"?)'
+_SCRIPT_FOLDER = re.compile(
+    rf"\$\(\s*dirname\s+(?:--\s+)?{_RESOLVED_SELF}\s*\)|`\s*dirname\s+(?:--\s+)?{_RESOLVED_SELF}\s*`|\$\{{0%/\*\}}"
+)
+_CD_PWD = re.compile(r'\$\(\s*cd\s+(?:--\s+)?"?([^"$()`;&]+?)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)')
+_ASSIGNMENT = re.compile(r'^\s*(?:export\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=("[^"$`]*"|\'[^\']*\'|[^\s"\'$`;&|]+)\s*$')
+_FILE_LIKE = re.compile(r"/|\.[A-Za-z0-9]{1,4}$")
+MARK = "{script}"  # the script's folder, in a name the conditions keep
+
+_hashes: dict[tuple[str, int, int], str] = {}
+_scripts: dict[tuple[str, int, int], tuple[str, ...]] = {}
+_versions: dict[tuple[Any, ...], str | None] = {}
+
+
+def search_path(folders: Sequence[str]) -> str:
+    """The PATH an arm's binaries are found on (their folders first), and that they run with."""
+    return os.pathsep.join([*folders, os.environ.get("PATH", "")])
+
+
+def arm_identities(binaries: Iterable[str], folders: Sequence[str], bench_root: Path) -> dict[str, dict[str, Any]]:
+    """{binary: {"sha256": ..., "files": {...}, "version": ...}} for each declared binary, or
+    {"found": False} for one this machine does not have."""
+    path = search_path(folders)
+    return {name: binary_identity(name, path, bench_root) for name in sorted(binaries)}
+
+
+def all_found(identities: Iterable[dict[str, Any]]) -> bool:
+    return all(identity.get("found", True) for identity in identities)
+
+
+def binary_identity(name: str, path: str, bench_root: Path) -> dict[str, Any]:
+    found = shutil.which(name, path=path)
+    if found is None:
+        return {"found": False}
+    real = os.path.realpath(found)
+    key = _stat_key(real)
+    if key is None:
+        return {"found": False}
+    identity: dict[str, Any] = {"sha256": _hash_file(real, key)}
+    root = os.path.realpath(bench_root)
+    named = {}
+    for token in _named_files(real, key):
+        file = _resolve(token, os.path.dirname(real), root)
+        file_key = _stat_key(file) if file else None
+        if file and file_key and file != real:
+            named[_portable_name(token, file, root)] = (file, file_key)
+    if named:
+        identity["files"] = {label: _hash_file(file, file_key) for label, (file, file_key) in sorted(named.items())}
+    version = _version(real, path, root, (key, *(file_key for _, file_key in sorted(named.values()))))
+    if version is not None:
+        identity["version"] = version
+    return identity
+
+
+def _stat_key(file: str) -> tuple[str, int, int] | None:
+    try:
+        status = os.stat(file)
+    except OSError:
+        return None
+    if not os.path.isfile(file):
+        return None
+    return (file, status.st_size, status.st_mtime_ns)
+
+
+def _hash_file(file: str, key: tuple[str, int, int]) -> str:
+    if key not in _hashes:
+        digest = hashlib.sha256()
+        try:
+            with open(file, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError as exc:
+            return f"unreadable ({exc.strerror})"  # not kept: the next reading may succeed
+        _hashes[key] = digest.hexdigest()[:HASH_DIGITS]
+    return _hashes[key]
+
+
+def _named_files(script: str, key: tuple[str, int, int]) -> tuple[str, ...]:
+    """The file-like words of a text script's lines (its shebang aside), its own folder written MARK."""
+    if key not in _scripts:
+        _scripts[key] = _read_named_files(script, key[1])
+    return _scripts[key]
+
+
+def _read_named_files(script: str, size: int) -> tuple[str, ...]:
+    if size > SCRIPT_BYTES:
+        return ()
+    try:
+        with open(script, "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    if not text.startswith("#!"):
+        return ()
+    variables: dict[str, str] = {}
+    words: list[str] = []
+    for line in text.splitlines()[1:]:
+        line = _CD_PWD.sub(lambda match: match.group(1), _SCRIPT_FOLDER.sub(MARK, line))
+        for name, value in variables.items():
+            line = line.replace("${" + name + "}", value)
+            line = re.sub(rf"\${name}(?![A-Za-z0-9_])", lambda _: value, line)
+        assignment = _ASSIGNMENT.match(line)
+        if assignment:
+            variables[assignment.group(1)] = assignment.group(2).strip("\"'")
+            continue
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError:
+            tokens = line.split()
+        for token in tokens:
+            token = token.split("=", 1)[1] if token.startswith("-") and "=" in token else token
+            if token and "$" not in token and "*" not in token and _FILE_LIKE.search(token) and token not in words:
+                words.append(token)
+    return tuple(words[: FILES_PER_SCRIPT * 4])
+
+
+def _resolve(token: str, folder: str, root: str) -> str | None:
+    """The real file a script's word names: itself when absolute, else relative to the script's
+    folder, then to the bench folder; None when it names no file."""
+    if token.startswith(MARK):
+        candidates = [folder + token[len(MARK) :]]
+    elif os.path.isabs(token):
+        candidates = [token]
+    else:
+        candidates = [os.path.join(folder, token), os.path.join(root, token)]
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate)
+    return None
+
+
+def _portable_name(token: str, file: str, root: str) -> str:
+    """A name for a named file that holds no folder of this machine the script does not write:
+    relative to the bench folder when it is there, else the word as the script writes it."""
+    if file.startswith(root + os.sep):
+        return os.path.relpath(file, root).replace(os.sep, "/")
+    return MARK + "/" + os.path.normpath(token[len(MARK) :].lstrip("/")) if token.startswith(MARK) else token
+
+
+def _version(real: str, path: str, root: str, keys: tuple[Any, ...]) -> str | None:
+    cache_key = (real, path, root, keys)
+    if cache_key not in _versions:
+        _versions[cache_key] = _run_version(real, path, root)
+    return _versions[cache_key]
+
+
+def _run_version(real: str, path: str, root: str) -> str | None:
+    try:
+        done = subprocess.run(
+            [real, "--version"], stdin=subprocess.DEVNULL, capture_output=True, cwd=root,
+            env={**os.environ, "PATH": path}, timeout=VERSION_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    for output in (done.stdout, done.stderr):
+        lines = [line.strip() for line in output.decode("utf-8", "replace").splitlines() if line.strip()]
+        if lines:
+            return _portable_text(lines[0][:VERSION_CHARS], root)
+    return None
+
+
+def _portable_text(line: str, root: str) -> str:
+    """The version line without this machine's folders: the bench folder and the home folder."""
+    line = line.replace(root, "{bench}")
+    home = os.path.expanduser("~")
+    return line.replace(home, "~") if home not in ("", "/") else line
+
