@@ -27,6 +27,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ VERSION_TIMEOUT_S = 3.0
 VERSION_CHARS = 200
 SCRIPT_BYTES = 256 * 1024  # a larger file is a program, not a wrapper: hashed, its lines not read
 FILES_PER_SCRIPT = 8
+WARM_THREADS = 8  # binaries identified at once: their --version runs are mostly waiting on start-up
 # Where a wrapper names its own folder: `$(dirname "$0")`, `$(dirname -- "$(readlink -f "$0")")`,
 # `${0%/*}`, `` `dirname $0` ``, the same with BASH_SOURCE; then `$(cd "DIR" && pwd)` around it.
 _SELF = r'"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?'
@@ -51,6 +53,7 @@ MARK = "{script}"  # the script's folder, in a name the conditions keep
 _hashes: dict[tuple[str, int, int], str] = {}
 _scripts: dict[tuple[str, int, int], tuple[str, ...]] = {}
 _versions: dict[tuple[Any, ...], str | None] = {}
+_warmed: set[tuple[Any, ...]] = set()
 
 
 def search_path(folders: Sequence[str]) -> str:
@@ -58,11 +61,28 @@ def search_path(folders: Sequence[str]) -> str:
     return os.pathsep.join([*folders, os.environ.get("PATH", "")])
 
 
-def arm_identities(binaries: Iterable[str], folders: Sequence[str], bench_root: Path) -> dict[str, dict[str, Any]]:
+def arm_identities(
+    binaries: Iterable[str], folders: Sequence[str], bench_root: Path, every: Sequence[tuple[Sequence[str], Sequence[str]]] = ()
+) -> dict[str, dict[str, Any]]:
     """{binary: {"sha256": ..., "files": {...}, "version": ...}} for each declared binary, or
-    {"found": False} for one this machine does not have."""
+    {"found": False} for one this machine does not have. `every`: the (binaries, folders) of all the
+    bench's arms, identified together the first time (their `--version` runs at once, not in turn)."""
+    if every:
+        _warm(tuple((tuple(names), tuple(paths)) for names, paths in every), bench_root)
     path = search_path(folders)
     return {name: binary_identity(name, path, bench_root) for name in sorted(binaries)}
+
+
+def _warm(every: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bench_root: Path) -> None:
+    """Fill the caches for every binary of the bench in parallel, once per process and bench."""
+    key = (every, str(bench_root), os.environ.get("PATH", ""))
+    if key in _warmed:
+        return
+    _warmed.add(key)
+    pairs = list(dict.fromkeys((name, search_path(folders)) for names, folders in every for name in names))
+    if len(pairs) > 1:
+        with ThreadPoolExecutor(max_workers=min(WARM_THREADS, len(pairs))) as pool:
+            list(pool.map(lambda pair: binary_identity(pair[0], pair[1], bench_root), pairs))
 
 
 def all_found(identities: Iterable[dict[str, Any]]) -> bool:

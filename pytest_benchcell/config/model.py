@@ -229,7 +229,8 @@ class Bench:
         arm_def = self.arms[arm]
         if self.identify_binaries is None or not arm_def.binaries:
             return {}
-        return dict(self.identify_binaries(arm_def.binaries, arm_def.path, self.root))
+        every = [(other.binaries, other.path) for other in self.arms.values() if other.binaries]
+        return dict(self.identify_binaries(arm_def.binaries, arm_def.path, self.root, every))
 
     def binaries_found(self, arm: str) -> bool:
         """Whether this machine has every declared binary of the arm (else its cells' current
