@@ -11,7 +11,8 @@ test starts a new definition instead of pooling with the old one's samples:
   the bench folder when the file is in it (else as the script writes it); what those files import
   in turn is not followed;
 - `version`: the first line `BINARY --version` prints when it exits 0 within VERSION_TIMEOUT_S,
-  with stdin closed, in the bench folder, on the search path (absent otherwise);
+  with stdin closed, in the bench folder, on the search path, with the home, locale and terminal
+  variables only (absent otherwise), the bench folder and the home folder written `{bench}`, `~`;
 - a binary not found is `{"found": False}`: its cell has no current definition on this machine.
 
 Hashes are kept per process by (real path, size, modification time), versions by the same keys of
@@ -48,6 +49,7 @@ _SCRIPT_FOLDER = re.compile(
 _CD_PWD = re.compile(r'\$\(\s*cd\s+(?:--\s+)?"?([^"$()`;&]+?)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)')
 _ASSIGNMENT = re.compile(r'^\s*(?:export\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=("[^"$`]*"|\'[^\']*\'|[^\s"\'$`;&|]+)\s*$')
 _FILE_LIKE = re.compile(r"/|\.[A-Za-z0-9]{1,4}$")
+VERSION_VARIABLES = frozenset({"HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME"})
 MARK = "{script}"  # the script's folder, in a name the conditions keep
 
 _hashes: dict[tuple[str, int, int], str] = {}
@@ -209,7 +211,7 @@ def _run_version(real: str, path: str, root: str) -> str | None:
     try:
         done = subprocess.run(
             [real, "--version"], stdin=subprocess.DEVNULL, capture_output=True, cwd=root,
-            env={**os.environ, "PATH": path}, timeout=VERSION_TIMEOUT_S, check=False,
+            env=_version_environment(path), timeout=VERSION_TIMEOUT_S, check=False,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
@@ -220,6 +222,13 @@ def _run_version(real: str, path: str, root: str) -> str | None:
         if lines:
             return _portable_text(lines[0][:VERSION_CHARS], root)
     return None
+
+
+def _version_environment(path: str) -> dict[str, str]:
+    """The few variables a `--version` needs, the same in every process of a sitting (an xdist
+    worker's own variables, or the harness's credentials, never reach the arm's program)."""
+    kept = {name: value for name, value in os.environ.items() if name in VERSION_VARIABLES or name.startswith("LC_")}
+    return {**kept, "PATH": path}
 
 
 def _portable_text(line: str, root: str) -> str:

@@ -117,11 +117,16 @@ def test_the_binary_itself_changing_changes_the_fingerprint(tmp_path: Path) -> N
 
 
 def test_a_changed_version_output_is_a_new_definition_and_nothing_changed_is_the_same_one(tmp_path: Path) -> None:
-    path = make_bench(tmp_path, '#!/bin/sh\n[ "$1" = --version ] && echo "invctl $INVCTL_BUILD" && exit 0\nexit 1\n')
-    one = fingerprint_in_a_new_process(path, INVCTL_BUILD="1.0")
-    assert fingerprint_in_a_new_process(path, INVCTL_BUILD="1.0") == one  # two processes, nothing changed
-    assert fingerprint_in_a_new_process(path, INVCTL_BUILD="1.1") != one
-    assert load_bench(path).fingerprint("cli", "count") == load_bench(path).fingerprint("cli", "count")  # two loads
+    # The version comes from a file the wrapper does not name literally (a package's metadata, say):
+    # only the version output tells the two builds apart.
+    path = make_bench(tmp_path, '#!/bin/sh\nname=$(printf VERSION)\n[ "$1" = --version ] && exec cat "$(dirname "$0")/../$name"\nexit 1\n')
+    (tmp_path / "tool" / "VERSION").write_text("invctl 1.0\n")
+    one = fingerprint_in_a_new_process(path)
+    assert fingerprint_in_a_new_process(path, PYTEST_XDIST_WORKER="gw1") == one  # two processes, nothing changed
+    assert load_bench(path).fingerprint("cli", "count") == load_bench(path).fingerprint("cli", "count") == one  # two loads
+    (tmp_path / "tool" / "VERSION").write_text("invctl 1.1\n")
+    assert fingerprint_in_a_new_process(path) != one
+    assert "files" not in load_bench(path).tool_identities("cli")["invctl"]
 
 
 def test_the_version_is_the_first_line_without_this_machines_folders(tmp_path: Path) -> None:
