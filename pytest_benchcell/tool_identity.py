@@ -13,7 +13,9 @@ test starts a new definition instead of pooling with the old one's samples:
 - `version`: the first line `BINARY --version` prints when it exits 0 within VERSION_TIMEOUT_S,
   with stdin closed, in the bench folder, on the search path, with the home, locale and terminal
   variables only (absent otherwise), the bench folder and the home folder written `{bench}`, `~`;
-- a binary not found is `{"found": False}`: its cell has no current definition on this machine.
+- a binary not found is `{"found": False}`: its cell has no current definition on this machine;
+- an MCP server's files (`server_files`): those its command line names (a script given to an
+  interpreter, `{bench_root}` filled), and the files they name in turn, hashed the same way.
 
 Hashes are kept per process by (real path, size, modification time), versions by the same keys of
 the binary and the files it names, so a sitting or a report pays for a big binary (node: ~100 MB)
@@ -50,6 +52,7 @@ _CD_PWD = re.compile(r'\$\(\s*cd\s+(?:--\s+)?"?([^"$()`;&]+?)"?\s*(?:&&|;)\s*pwd
 _ASSIGNMENT = re.compile(r'^\s*(?:export\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=("[^"$`]*"|\'[^\']*\'|[^\s"\'$`;&|]+)\s*$')
 _FILE_LIKE = re.compile(r"/|\.[A-Za-z0-9]{1,4}$")
 VERSION_VARIABLES = frozenset({"HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME"})
+PLACEHOLDER_WORD = re.compile(r"(?<!\$)\{[A-Za-z_][A-Za-z0-9_]*\}")  # filled per trial: not a file known here
 MARK = "{script}"  # the script's folder, in a name the conditions keep
 
 _hashes: dict[tuple[str, int, int], str] = {}
@@ -87,10 +90,6 @@ def _warm(every: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bench_root
             list(pool.map(lambda pair: binary_identity(pair[0], pair[1], bench_root), pairs))
 
 
-def all_found(identities: Iterable[dict[str, Any]]) -> bool:
-    return all(identity.get("found", True) for identity in identities)
-
-
 def binary_identity(name: str, path: str, bench_root: Path) -> dict[str, Any]:
     found = shutil.which(name, path=path)
     if found is None:
@@ -99,20 +98,42 @@ def binary_identity(name: str, path: str, bench_root: Path) -> dict[str, Any]:
     key = _stat_key(real)
     if key is None:
         return {"found": False}
-    identity: dict[str, Any] = {"sha256": _hash_file(real, key)}
     root = os.path.realpath(bench_root)
+    named = _named(real, key, root)
+    identity: dict[str, Any] = {"sha256": _hash_file(real, key)}
+    if named:
+        identity["files"] = {label: _hash_file(*file) for label, file in sorted(named.items())}
+    version = _version(real, path, root, (key, *(file_key for _, file_key in sorted(named.values()))))
+    if version is not None:
+        identity["version"] = version
+    return identity
+
+
+def server_files(command: str, args: Sequence[str], bench_root: Path) -> dict[str, str]:
+    """{name: sha256} of the files an MCP server's command line names (`{bench_root}` filled; a
+    relative one is the bench folder's), and of the files those scripts name in turn: the server's
+    own code, which a trial starts outside the sandbox and whose new version is a new definition."""
+    root = os.path.realpath(bench_root)
+    found: dict[str, tuple[str, tuple[str, int, int]]] = {}
+    for word in (command, *args):
+        word = word.replace("{bench_root}", root)
+        file = None if PLACEHOLDER_WORD.search(word) or not _FILE_LIKE.search(word) else _resolve(word, root, root)
+        key = _stat_key(file) if file else None
+        if file and key:
+            found[_portable_name(word, file, root)] = (file, key)
+            found.update(_named(file, key, root))
+    return {label: _hash_file(*file) for label, file in sorted(found.items())}
+
+
+def _named(real: str, key: tuple[str, int, int], root: str) -> dict[str, tuple[str, tuple[str, int, int]]]:
+    """The existing files a text script names, by portable name, with their cache keys."""
     named = {}
     for token in _named_files(real, key):
         file = _resolve(token, os.path.dirname(real), root)
         file_key = _stat_key(file) if file else None
         if file and file_key and file != real:
             named[_portable_name(token, file, root)] = (file, file_key)
-    if named:
-        identity["files"] = {label: _hash_file(file, file_key) for label, (file, file_key) in sorted(named.items())}
-    version = _version(real, path, root, (key, *(file_key for _, file_key in sorted(named.values()))))
-    if version is not None:
-        identity["version"] = version
-    return identity
+    return named
 
 
 def _stat_key(file: str) -> tuple[str, int, int] | None:

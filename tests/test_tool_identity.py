@@ -174,3 +174,22 @@ def test_a_big_binary_is_hashed_once_per_process(tmp_path: Path) -> None:
     assert tool_identity.binary_identity("invctl", str(big.parent), tmp_path)["sha256"] == "remembered"
     edit(big, "#!/bin/sh\n")  # a new build: read again
     assert tool_identity.binary_identity("invctl", str(big.parent), tmp_path)["sha256"] != "remembered"
+
+
+# -- MCP servers ------------------------------------------------------------------------------------------
+MCP_ARM = """
+[arms.cli.mcp_servers.inventory]
+command = "{python}"
+args = ["{bench_root}/tool/server.py", "--port", "{port}"]
+"""
+
+
+def test_an_mcp_servers_own_script_is_identified_by_its_file(tmp_path: Path) -> None:
+    path = make_bench(tmp_path, arm_extra=MCP_ARM)
+    (tmp_path / "tool" / "server.py").write_text("print('serving')\n")
+    (server,) = load_bench(path).conditions("cli", "count")["arm"]["mcp_servers"]
+    assert server["args"] == ["{bench_root}/tool/server.py", "--port", "{port}"]  # as written
+    assert list(server["files"]) == ["tool/server.py"]  # {python} and {port} are filled per trial: no file here
+    before = fingerprint(path)
+    edit(tmp_path / "tool" / "server.py", "print('serving v2')\n")
+    assert fingerprint(path) != before
