@@ -15,6 +15,7 @@ import pytest
 
 from pytest_benchcell import tool_identity
 from pytest_benchcell.config import load_bench
+from pytest_benchcell.remote import cell_definitions, definition_mismatch
 from pytest_benchcell.report.model import settings_for_bench
 
 BENCH = """
@@ -193,3 +194,17 @@ def test_an_mcp_servers_own_script_is_identified_by_its_file(tmp_path: Path) -> 
     before = fingerprint(path)
     edit(tmp_path / "tool" / "server.py", "print('serving v2')\n")
     assert fingerprint(path) != before
+
+
+# -- another machine --------------------------------------------------------------------------------------
+def test_a_worker_with_another_build_of_the_cli_refuses_naming_the_entry(tmp_path: Path) -> None:
+    controller = load_bench(make_bench(tmp_path / "controller"))
+    same = load_bench(make_bench(tmp_path / "same"))
+    other_path = make_bench(tmp_path / "other")
+    (tmp_path / "other" / "tool" / "cli.py").write_text(CLI_PY.format(parts=4))
+    other = load_bench(other_path)
+    plan = cell_definitions(controller, [("cli", "count")], turn_cap=controller.turn_cap, wall_clock_ms=controller.wall_clock_ms)
+    bounds = {"turn_cap": controller.turn_cap, "wall_clock_ms": controller.wall_clock_ms}
+    assert definition_mismatch(same, plan, **bounds) is None  # another checkout, the same build
+    refusal = definition_mismatch(other, plan, **bounds)
+    assert refusal is not None and "conditions.arm.identity.invctl.files.tool/cli.py is " in refusal
