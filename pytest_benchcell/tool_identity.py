@@ -11,8 +11,9 @@ test starts a new definition instead of pooling with the old one's samples:
   the bench folder when the file is in it (else as the script writes it); what those files import
   in turn is not followed;
 - `version`: the first line `BINARY --version` prints when it exits 0 within VERSION_TIMEOUT_S,
-  with stdin closed, in the bench folder, on the search path, with the home, locale and terminal
-  variables only (absent otherwise), the bench folder and the home folder written `{bench}`, `~`;
+  with stdin closed, in an empty temporary folder, on the search path, with the home, locale and
+  terminal variables only and no bytecode written (absent otherwise), the bench folder and the home
+  folder written `{bench}`, `~`;
 - a binary not found is `{"found": False}`: its cell has no current definition on this machine;
 - an MCP server's files (`server_files`): those its command line names (a script given to an
   interpreter, `{bench_root}` filled), and the files they name in turn, hashed the same way.
@@ -30,6 +31,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -229,11 +231,14 @@ def _version(real: str, path: str, root: str, keys: tuple[Any, ...]) -> str | No
 
 
 def _run_version(real: str, path: str, root: str) -> str | None:
+    """The first line of `real --version`, run in an empty folder of its own, so a program that
+    writes where it runs (a log, Python's bytecode cache) leaves nothing in the bench folder."""
     try:
-        done = subprocess.run(
-            [real, "--version"], stdin=subprocess.DEVNULL, capture_output=True, cwd=root,
-            env=_version_environment(path), timeout=VERSION_TIMEOUT_S, check=False,
-        )  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="benchcell-version-") as folder:
+            done = subprocess.run(
+                [real, "--version"], stdin=subprocess.DEVNULL, capture_output=True, cwd=folder,
+                env=_version_environment(path), timeout=VERSION_TIMEOUT_S, check=False,
+            )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -249,7 +254,7 @@ def _version_environment(path: str) -> dict[str, str]:
     """The few variables a `--version` needs, the same in every process of a sitting (an xdist
     worker's own variables, or the harness's credentials, never reach the arm's program)."""
     kept = {name: value for name, value in os.environ.items() if name in VERSION_VARIABLES or name.startswith("LC_")}
-    return {**kept, "PATH": path}
+    return {**kept, "PATH": path, "PYTHONDONTWRITEBYTECODE": "1"}  # a Python CLI's cache would land in the bench
 
 
 def _portable_text(line: str, root: str) -> str:

@@ -131,9 +131,17 @@ def test_a_changed_version_output_is_a_new_definition_and_nothing_changed_is_the
 
 
 def test_the_version_is_the_first_line_without_this_machines_folders(tmp_path: Path) -> None:
-    path = make_bench(tmp_path, f'#!/bin/sh\necho "invctl 2.0 from $PWD"; echo more; exit 0\n')
+    path = make_bench(tmp_path, '#!/bin/sh\necho "invctl 2.0 in $(dirname "$0")"; echo more; touch written-here; exit 0\n')
     identity = load_bench(path).tool_identities("cli")["invctl"]
-    assert identity["version"] == "invctl 2.0 from {bench}"
+    assert identity["version"] == "invctl 2.0 in {bench}/tool/bin"
+    assert not list(tmp_path.rglob("written-here"))  # it ran in a folder of its own, removed since
+
+
+def test_a_python_cli_asked_its_version_leaves_no_bytecode_in_the_bench(tmp_path: Path) -> None:
+    path = make_bench(tmp_path, '#!/usr/bin/env python3\nimport sys\nsys.path.insert(0, sys.argv[0].rsplit("/", 2)[0])\nimport helper\nprint("invctl 3.0")\n')
+    (tmp_path / "tool" / "helper.py").write_text("")
+    assert load_bench(path).tool_identities("cli")["invctl"]["version"] == "invctl 3.0"
+    assert not list(tmp_path.rglob("__pycache__"))
 
 
 def test_a_system_binary_is_hashed_through_its_links_and_gives_its_version(tmp_path: Path) -> None:
