@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -251,9 +252,9 @@ class Bench:
         return all(identity.get("found", True) for identity in self.tool_identities(arm).values())
 
     def _readable_as_written(self, arm_def: Arm) -> list[str]:
-        """The arm's readable files relative to the bench folder (they are inside it), not this machine's folders."""
+        """The arm's readable files relative to the bench folder, not this machine's folders."""
         root = self.root.resolve()
-        return sorted(Path(entry).relative_to(root).as_posix() if Path(entry).is_relative_to(root) else entry for entry in arm_def.readable)
+        return sorted(Path(os.path.relpath(entry, root)).as_posix() for entry in arm_def.readable)
 
     def scoring(self, task: str) -> dict[str, Any]:
         """How a finished trial is judged: the task's facts and changes and the [checker] settings.
