@@ -30,10 +30,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ HASH_DIGITS = 16
 VERSION_TIMEOUT_S = 3.0
 VERSION_CHARS = 200
 SCRIPT_BYTES = 256 * 1024  # a larger file is a program, not a wrapper: hashed, its lines not read
-FILES_PER_SCRIPT = 8
+WORDS_PER_SCRIPT = 32  # file-like words read from one script, at most
 WARM_THREADS = 8  # binaries identified at once: their --version runs are mostly waiting on start-up
 # Where a wrapper names its own folder: `$(dirname "$0")`, `$(dirname -- "$(readlink -f "$0")")`,
 # `${0%/*}`, `` `dirname $0` ``, the same with BASH_SOURCE; then `$(cd "DIR" && pwd)` around it.
@@ -197,7 +198,7 @@ def _read_named_files(script: str, size: int) -> tuple[str, ...]:
             token = token.split("=", 1)[1] if token.startswith("-") and "=" in token else token
             if token and "$" not in token and "*" not in token and _FILE_LIKE.search(token) and token not in words:
                 words.append(token)
-    return tuple(words[: FILES_PER_SCRIPT * 4])
+    return tuple(words[:WORDS_PER_SCRIPT])
 
 
 def _resolve(token: str, folder: str, root: str) -> str | None:
@@ -235,15 +236,22 @@ def _run_version(real: str, path: str, root: str) -> str | None:
     writes where it runs (a log, Python's bytecode cache) leaves nothing in the bench folder."""
     try:
         with tempfile.TemporaryDirectory(prefix="benchcell-version-") as folder:
-            done = subprocess.run(
-                [real, "--version"], stdin=subprocess.DEVNULL, capture_output=True, cwd=folder,
-                env=_version_environment(path), timeout=VERSION_TIMEOUT_S, check=False,
-            )  # fmt: skip
+            with subprocess.Popen(
+                [real, "--version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=folder, env=_version_environment(path), start_new_session=True,
+            ) as process:  # fmt: skip
+                try:
+                    stdout, stderr = process.communicate(timeout=VERSION_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    # Its whole process group: a child left holding the pipes would keep us waiting.
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.communicate()
+                    return None
     except (OSError, subprocess.SubprocessError):
         return None
-    if done.returncode != 0:
+    if process.returncode != 0:
         return None
-    for output in (done.stdout, done.stderr):
+    for output in (stdout, stderr):
         lines = [line.strip() for line in output.decode("utf-8", "replace").splitlines() if line.strip()]
         if lines:
             return _portable_text(lines[0][:VERSION_CHARS], root)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,15 @@ def test_a_worker_with_another_build_of_the_cli_refuses_naming_the_entry(tmp_pat
     assert definition_mismatch(same, plan, **bounds) is None  # another checkout, the same build
     refusal = definition_mismatch(other, plan, **bounds)
     assert refusal is not None and "conditions.arm.identity.invctl.files.tool/cli.py is " in refusal
+
+
+def test_a_version_that_hangs_is_absent_and_leaves_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tool_identity, "VERSION_TIMEOUT_S", 0.5)
+    marker = f"benchcell-hang-{os.getpid()}"
+    path = make_bench(tmp_path, f'#!/bin/bash\n(exec -a {marker} sleep 30) &\nexec sleep 30\n')  # a child holds the pipes too
+    started = time.monotonic()
+    identity = load_bench(path).tool_identities("cli")["invctl"]
+    assert "version" not in identity and "sha256" in identity
+    assert time.monotonic() - started < 5
+    time.sleep(0.2)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1  # none left
