@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import isolation
+from . import isolation, tool_identity
 from .cli_environment import isolated_cli_variables
 from .config import Arm, Bench, BenchConfigError, fill_placeholders
 from .environment import Environment, TrialInfo
@@ -52,7 +52,7 @@ def sandbox_state(bench: Bench, arm: Arm | None = None) -> sandbox.SandboxTool:
 
 def search_path(arm: Arm) -> str:
     """The PATH an arm's binaries are found on (their folders first), and that they run with."""
-    return os.pathsep.join([*arm.path, os.environ.get("PATH", "")])
+    return tool_identity.search_path(arm.path)
 
 
 def write_roots(info: TrialInfo) -> tuple[str, ...]:

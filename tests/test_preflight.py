@@ -532,10 +532,15 @@ def test_under_xdist_the_controller_refuses_before_it_reserves_numbers_for_its_w
 def test_a_gateway_whose_checkout_the_sandbox_breaks_refuses_before_any_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:
     import shutil
 
-    write_bench(pytester)  # the far checkout: the same definitions, without `readable` (not a condition)
+    write_bench(pytester, wrapper='readable = ["tracker.py"]')  # the controller's checkout works
     far = tmp_path / "far"
     shutil.copytree(pytester.path, far)
-    write_bench(pytester, wrapper='readable = ["tracker.py"]')  # the controller's checkout works
+    # The far checkout has the same definitions (its readable declaration and files too) but hides
+    # the CLI's program in its provisioning hook, which is not a condition: its own pre-flight catches it.
+    (far / "conftest.py").write_text(CONFTEST.replace(
+        'return Environment(values={"port": str(sock.getsockname()[1])}, data=sock)',
+        'return Environment(values={"port": str(sock.getsockname()[1])}, data=sock, hidden=(__import__("pathlib").Path(__file__).parent / "tracker.py",))',
+    ))  # fmt: skip
     result = pytester.runpytest_subprocess(
         "--bench-arm", "wrapper", "--bench-task", "count", "--bench-scripted", "-p", "no:randomly",
         "-d", "--tx", f"popen//chdir={far}",
@@ -546,6 +551,25 @@ def test_a_gateway_whose_checkout_the_sandbox_breaks_refuses_before_any_trial(py
         "selected arms works outside the sandbox and fails inside it*",
         "arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)",
     ])  # fmt: skip
+    assert samples(pytester, "wrapper") == [] and not (far / "results").exists()
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_a_gateway_whose_checkout_lacks_a_readable_declaration_is_refused_by_its_definition(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import shutil
+
+    write_bench(pytester)  # the far checkout: without `readable`, which is part of the conditions
+    far = tmp_path / "far"
+    shutil.copytree(pytester.path, far)
+    write_bench(pytester, wrapper='readable = ["tracker.py"]')
+    result = pytester.runpytest_subprocess(
+        "--bench-arm", "wrapper", "--bench-task", "count", "--bench-scripted", "-p", "no:randomly",
+        "-d", "--tx", f"popen//chdir={far}",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([f"*benchcell: gateway gw0 (popen//chdir={far}) cannot run trials: *differs from the controller's bench "
+                                 "for wrapper x count: conditions fingerprint * (conditions.arm.readable is only on the controller)*"])  # fmt: skip
     assert samples(pytester, "wrapper") == [] and not (far / "results").exists()
 
 

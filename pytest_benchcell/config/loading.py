@@ -10,6 +10,7 @@ from typing import Any
 
 from ..api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES, MIN_API_STALL_MS
 from ..isolation.limits import DEFAULT_LIMITS, Limits
+from .. import tool_identity
 from .arms import _parse_arm
 from .model import (
     DEFAULT_EXEC_AUDIT,
@@ -155,6 +156,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         }),
         api_stall_ms=bench.integer("api_stall_ms", DEFAULT_API_STALL_MS, minimum=MIN_API_STALL_MS),
         stop_after_api_failures=bench.integer("stop_after_api_failures", DEFAULT_STOP_AFTER_API_FAILURES),
+        tool_identity=tool_identity,  # the module: what the arms' tools are on this machine
     )
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES
 from ..isolation.limits import DEFAULT_LIMITS, Limits
@@ -63,6 +64,16 @@ BUILTIN_TOOLS = (
     "Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "LS", "NotebookEdit",
     "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite", "Skill",
 )  # fmt: skip
+
+
+class IdentifiesTools(Protocol):
+    """What an arm's tools are on this machine (the module tool_identity is one)."""
+
+    def arm_identities(
+        self, binaries: Sequence[str], folders: Sequence[str], bench_root: Path, every: Sequence[tuple[Sequence[str], Sequence[str]]] = ()
+    ) -> Mapping[str, Mapping[str, Any]]: ...
+
+    def server_files(self, command: str, args: Sequence[str], bench_root: Path) -> Mapping[str, str]: ...
 
 
 class BenchConfigError(Exception):
@@ -168,6 +179,10 @@ class Bench:
     # a trial the API ended is recorded as the API's, never how an agent's trial is scored.
     api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long mid-request: the trial ends, error
     stop_after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES  # trials in a row the API ended: the sitting stops
+    # What an arm's tools are on this machine (the module tool_identity: `arm_identities` for its
+    # binaries, `server_files` for its MCP servers), given by parse_bench so this module stays pure.
+    # None (a Bench built by hand): conditions without identities.
+    tool_identity: IdentifiesTools | None = field(default=None, compare=False, repr=False)
 
     def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
         """The declared comparisons among `arms` (default: every arm), or every pair of them."""
@@ -196,10 +211,7 @@ class Bench:
                     "bootstrap": arm_def.bootstrap,
                     "skill": arm_def.skill_body,
                     "env": sorted(arm_def.env),
-                    "mcp_servers": [
-                        {"name": server.name, "command": server.command, "args": list(server.args), "env": sorted(server.env)}
-                        for server in arm_def.mcp_servers
-                    ],
+                    "mcp_servers": [self._server(server) for server in arm_def.mcp_servers],
                     "deny_subcommands": {name: sorted(rules) for name, rules in sorted(arm_def.deny_subcommands.items())},
                     "guard_exempt": sorted(arm_def.guard_exempt),
                     # Absent when unused, so conditions of arms without them stay what they were.
@@ -207,6 +219,10 @@ class Bench:
                     **({"helpers": {name: sorted(progs) for name, progs in sorted(arm_def.helpers.items())}} if arm_def.helpers else {}),
                     **({"probe": dict(sorted(arm_def.probes.items()))} if arm_def.probes else {}),
                     **({"network": list(arm_def.network)} if arm_def.network else {}),
+                    **({"readable": self._readable_as_written(arm_def)} if arm_def.readable else {}),
+                    # What each binary is (content hash, files its script names, version): a new build
+                    # of the tool under test is a new definition.
+                    **({"identity": identities} if (identities := self.tool_identities(arm)) else {}),
                 },
                 "task": {"intent": task_def.intent, "tier": task_def.tier},
                 "bounds": {
@@ -215,6 +231,30 @@ class Bench:
                 },
             }
         )
+
+    def tool_identities(self, arm: str) -> dict[str, Any]:
+        """{binary: what it is here} for the arm's declared binaries; {} without a provider."""
+        arm_def = self.arms[arm]
+        if self.tool_identity is None or not arm_def.binaries:
+            return {}
+        every = [(other.binaries, other.path) for other in self.arms.values() if other.binaries]
+        return dict(self.tool_identity.arm_identities(arm_def.binaries, arm_def.path, self.root, every))
+
+    def _server(self, server: McpServer) -> dict[str, Any]:
+        """An MCP server's conditions: its command line as written, and the files it names as they are here."""
+        written = {"name": server.name, "command": server.command, "args": list(server.args), "env": sorted(server.env)}
+        files = self.tool_identity.server_files(server.command, server.args, self.root) if self.tool_identity else {}
+        return {**written, "files": dict(files)} if files else written
+
+    def binaries_found(self, arm: str) -> bool:
+        """Whether this machine has every declared binary of the arm (else its cells' current
+        definitions cannot be known here: a report reads their newest fingerprint instead)."""
+        return all(identity.get("found", True) for identity in self.tool_identities(arm).values())
+
+    def _readable_as_written(self, arm_def: Arm) -> list[str]:
+        """The arm's readable files relative to the bench folder, not this machine's folders."""
+        root = self.root.resolve()
+        return sorted(Path(os.path.relpath(entry, root)).as_posix() for entry in arm_def.readable)
 
     def scoring(self, task: str) -> dict[str, Any]:
         """How a finished trial is judged: the task's facts and changes and the [checker] settings.

@@ -90,6 +90,7 @@ class ReportPlugin(OffloadPlugin):
                     cell.arm, cell.task, turn_cap=option.bench_turn_cap, wall_clock_ms=option.bench_wall_clock_ms
                 )
                 for cell in cells
+                if self.bench.binaries_found(cell.arm)
             }
         settings.arms = list(dict.fromkeys(cell.arm for cell in cells))
         settings.tasks = {task: info for task, info in (settings.tasks or {}).items() if any(c.task == task for c in cells)}

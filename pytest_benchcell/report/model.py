@@ -493,7 +493,10 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         weights={name: float(bench.weights[name]) for name in TOKEN_COMPONENTS},
         model_kind=model_kind,
         arms=list(bench.arms),
-        definitions={(arm, task): bench.definition(arm, task) for arm in bench.arms for task in bench.tasks},
+        # An arm whose binaries this machine lacks has no current definition here: its newest fingerprint.
+        definitions={
+            (arm, task): bench.definition(arm, task) for arm in bench.arms if bench.binaries_found(arm) for task in bench.tasks
+        },
         comparisons=list(bench.compared_pairs()),
         smallest_effect=dict(bench.smallest_effect),
         tasks={

@@ -31,7 +31,8 @@ How the figures are made (docs/statistics.md repeats this):
 * Provenance: within a cell, samples of different fingerprints (model, arm/task definition, skill
   text, tool version) are never pooled. With the bench known (its current definitions in the
   settings) every figure uses each cell's current conditions and scoring only, whatever else a merge
-  brought in; without it, each cell's newest fingerprint (the one most recently seen). ``newest``
+  brought in; without it (or for an arm whose binaries this machine lacks, whose tools cannot be
+  identified here), each cell's newest fingerprint (the one most recently seen). ``newest``
   states how many samples were left out and why, ``group`` additionally shows every fingerprint group
   of every cell with its own figures.
   Real and scripted samples live in separate folders and are reported one kind at a time.
