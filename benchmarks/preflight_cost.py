@@ -100,7 +100,7 @@ def main() -> int:
         started = time.perf_counter()
         found = preflight.run_preflight(bench, arms, hooks, "scripted", cli=cli)
         totals.append(time.perf_counter() - started)
-        if found.broken or found.notes:
+        if found.refuses or found.notes:
             print("the example bench did not pass its pre-flight:", found.refusal(bench), *found.notes, sep="\n")
             return 1
         breakdown = dict(phases.seconds)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["lines_naming_the_error", "ERROR_WORDS"]
+__all__ = ["lines_naming_the_error", "names_an_error", "ERROR_WORDS", "GAP"]
 
 ERROR_WORDS = re.compile(r"error|traceback|not found|denied|no such file|cannot|can't", re.IGNORECASE)
 # An error's own statement ("ModuleNotFoundError: ...", "Error: Cannot find module ...",
@@ -23,6 +23,7 @@ _STATEMENT = re.compile(r"^\s*(?:[\w.]*(?:Error|Exception)|error|fatal)\b(?:\s*\
 _FRAME = re.compile(r'^\s+at\s|^\s*File ".*", line \d+')
 _NODE_FRAME = re.compile(r"^\s+at\s")  # as context says nothing: Python's frame lines do (the file and line)
 _MARKER = re.compile(r"^\s*[\^~]+\s*$")  # Python's and Node's carets under the failing expression
+_PATH = re.compile(r"[^\s'\"]*/[^\s'\"]*")
 GAP = "..."  # stands for lines left out between two picked ones
 
 
@@ -33,7 +34,7 @@ def lines_naming_the_error(text: str, *, limit: int = 6, width: int = 300) -> li
     the error's own statement first when the bound is reached. Without such a line: the last
     `limit` non-blank lines."""
     lines = [line.rstrip() for line in text.splitlines()]
-    naming = [at for at, line in enumerate(lines) if ERROR_WORDS.search(line) and not _FRAME.match(line)]
+    naming = [at for at, line in enumerate(lines) if names_an_error(line)]
     if not naming:
         tail = [line for line in lines if line.strip()][-limit:]
         return [_cut(line, width) for line in tail]
@@ -55,6 +56,12 @@ def lines_naming_the_error(text: str, *, limit: int = 6, width: int = 300) -> li
         shown.append(_cut(lines[at], width))
         previous = at
     return shown
+
+
+def names_an_error(line: str) -> bool:
+    """Whether a line names an error in its words (not in a path it quotes: a folder may be called
+    `test_cannot_find_0`), and is not a stack frame's line."""
+    return bool(ERROR_WORDS.search(_PATH.sub(" ", line))) and not _FRAME.match(line)
 
 
 def _context(line: str) -> bool:
