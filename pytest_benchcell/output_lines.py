@@ -29,8 +29,8 @@ GAP = "..."  # stands for lines left out between two picked ones
 
 def lines_naming_the_error(text: str, *, limit: int = 6, width: int = 300) -> list[str]:
     """Up to `limit` lines of `text` (each cut to `width` characters) that name the error, each with
-    a line of context before and after (blank lines and caret markers skipped, a context line ending
-    in ':' brings the line after it), in their order, GAP where lines were left out between them;
+    a line of context before and after (blank lines skipped, the carets under the line before kept
+    with it, a context line ending in ':' brings the line after it), in their order, GAP where lines were left out between them;
     the error's own statement first when the bound is reached. Without such a line: the last
     `limit` non-blank lines."""
     lines = [line.rstrip() for line in text.splitlines()]
@@ -51,7 +51,10 @@ def lines_naming_the_error(text: str, *, limit: int = 6, width: int = 300) -> li
     shown: list[str] = []
     previous = None
     for at in sorted(picked):
-        if previous is not None and at != previous + 1:
+        between = lines[previous + 1 : at] if previous is not None else []
+        if between and all(_MARKER.match(line) for line in between):
+            shown += between  # the carets under a picked line: part of it
+        elif between:
             shown.append(GAP)
         shown.append(_cut(lines[at], width))
         previous = at
@@ -69,7 +72,11 @@ def _context(line: str) -> bool:
 
 
 def _before(lines: list[str], at: int) -> list[int]:
-    return [at - 1] if at > 0 and _context(lines[at - 1]) else []
+    """The line before, over the caret markers under it (the failing expression they point at)."""
+    before = at - 1
+    while before >= 0 and _MARKER.match(lines[before]):
+        before -= 1
+    return [before] if before >= 0 and _context(lines[before]) else []
 
 
 def _after(lines: list[str], at: int) -> list[int]:

@@ -312,6 +312,12 @@ def _check_arm(
             if broken is None and check.binary and not check.declared:
                 broken = _try_spellings(arm, check, runner, confined, attempts)
                 if broken == FLAKY:  # works outside and inside: the check is that spelling
+                    works = next(c for c in _spellings(check) if c not in {attempt[0] for attempt in attempts})
+                    found.notes.append(
+                        f"pre-flight: arm {arm.name}: {' and '.join(f'`{c}`' for c in check.commands)} fail outside the "
+                        f"sandbox too; `{works}` works, in the sandbox as well (declare [arms.{arm.name}] preflight = "
+                        f"{toml_list([works])}, or a command that does what trials do)"
+                    )
                     continue
             if isinstance(broken, Broken):
                 found.broken.append(broken)
@@ -352,12 +358,15 @@ FLAKY = "flaky"  # a check that failed inside worked when run there again
 
 def _judge(
     arm: Arm, check: Check, runner: _Runner, confined: Confinement, attempts: list[tuple[str, int, str]],
-    timeout: float = COMMAND_TIMEOUT_S,
+    timeout: float = COMMAND_TIMEOUT_S, *, ran_inside: bool = True,
 ) -> Broken | str | None:  # fmt: skip
     """Run a check that failed inside outside the sandbox; when one of its commands works there, it
     is broken: run that one inside again, alone, and read both traces (or, untraced or where they
     show nothing, its output) for what the sandbox kept. None when every command fails outside too
-    (each appended to `attempts`); FLAKY when the one that works outside works inside now."""
+    (each appended to `attempts`); FLAKY when the one that works outside works inside now. Outside,
+    a command runs untraced first (most fail, or work inside again); only a broken one runs there
+    once more under the audit's strace, for what it opened and reached. `ran_inside`: whether the
+    commands already failed inside untraced (the first pass); if not, that is tried first too."""
     tracer = confined.audit.tracer if confined.audit is not None else None
     for command in check.commands:
         if check.endpoint:
@@ -365,16 +374,19 @@ def _judge(
             works = endpoint is not None and _answers(endpoint.host, endpoint.port)
             outside = (0 if works else 1, "", None)
         else:
-            outside = runner.outside(command, tracer, timeout=timeout)
+            outside = runner.outside(command, None, timeout=timeout)
         if outside[0] != 0:
             attempts.append((command, outside[0], outside[1]))
             continue
+        if not ran_inside and runner.inside_one(command, traced=False)[0] == 0:
+            return FLAKY  # it works inside as well
         status, output, inside_log = runner.inside_one(command)
         if status == 0:
             return FLAKY  # a program that fails now and then, not the sandbox
         broken = Broken(arm.name, check, command, status, outside[0], output, traced=tracer is not None, view=confined.view)
         if confined.view is not None and tracer is not None:
-            broken.blocked = _what_was_kept(confined.view, inside_log, outside[2])
+            outside_log = None if check.endpoint else runner.outside(command, tracer, timeout=timeout)[2]
+            broken.blocked = _what_was_kept(confined.view, inside_log, outside_log)
         if confined.view is not None and not broken.blocked:  # a lookup that is no open: what its output names
             broken.blocked = confined.view.output_blocks(output, _program_of(command, confined), command)
         return broken
@@ -384,13 +396,16 @@ def _judge(
 def _try_spellings(arm: Arm, check: Check, runner: _Runner, confined: Confinement, attempts: list[tuple[str, int, str]]) -> Broken | str | None:
     """A binary whose default checks fail outside too: its other usual spellings, outside, the first
     that works judged inside as any check (SPELLING_TIMEOUT_S each)."""
-    tried = set(check.commands)
-    binary = shlex.quote(check.binary)
-    spellings = tuple(command for command in (f"{binary} {spelling}" for spelling in USUAL_SPELLINGS) if command not in tried)
-    verdict = _judge(arm, replace(check, commands=spellings), runner, confined, attempts, timeout=SPELLING_TIMEOUT_S)
+    verdict = _judge(arm, replace(check, commands=_spellings(check)), runner, confined, attempts, SPELLING_TIMEOUT_S, ran_inside=False)
     if isinstance(verdict, Broken):
         verdict.failed_first = check.commands
     return verdict
+
+
+def _spellings(check: Check) -> tuple[str, ...]:
+    """The usual spellings of a binary's help or version request its default checks did not try."""
+    binary = shlex.quote(check.binary)
+    return tuple(command for command in (f"{binary} {spelling}" for spelling in USUAL_SPELLINGS) if command not in check.commands)
 
 
 def _program_of(command: str, confined: Confinement) -> str:
@@ -489,10 +504,11 @@ class _Runner:
             raise ConfinementError(f"the pre-flight's command did not run in the sandbox (exit {status}): {tail}")
         return results
 
-    def inside_one(self, command: str) -> tuple[int, str, exec_audit.StraceLog | None]:
-        audit = self.confined.audit
+    def inside_one(self, command: str, *, traced: bool = True) -> tuple[int, str, exec_audit.StraceLog | None]:
+        audit = self.confined.audit if traced else None
         before = set(os.listdir(audit.logs)) if audit is not None else set()
-        status, output = self._run([str(self.confined.prefix), f"( {command}\n) </dev/null 2>&1"])
+        prefix = self.confined.prefix if traced else (self.confined.untraced_prefix or self.confined.prefix)
+        status, output = self._run([str(prefix), f"( {command}\n) </dev/null 2>&1"])
         log = None
         if audit is not None:
             new = sorted(set(os.listdir(audit.logs)) - before)

@@ -557,9 +557,19 @@ def test_with_the_audit_off_the_refusal_says_what_failed_and_what_it_printed(pyt
     assert_refused_before_anything(pytester, result, "wrapper")
     result.stderr.fnmatch_lines([
         "arm wrapper: `tracker --help` works outside the sandbox (exit 0) and fails inside it (exit 2)",
-        "    the execution audit is off here, so what it could not reach is not traced: declare the files of the bench "
-        "it reads in [arms.wrapper] readable = [...], the endpoints it connects to in network = [...]",
+        # untraced, the file is the one its output names
+        f"    could not open {pytester.path}/tracker.py (the bench folder is hidden but for what the arm declares)",
+        '    -> declare [arms.wrapper] readable = ["tracker.py"]',
         "    it said: *python3: can't open file *tracker.py*",
+    ])  # fmt: skip
+    write_bench(pytester, exec_audit="off", service='preflight = ["svc list"]')  # a refused connection names no file
+    result = sitting(pytester, "service")
+    assert_refused_before_anything(pytester, result, "service")
+    result.stderr.fnmatch_lines([
+        "arm service: `svc list` works outside the sandbox (exit 0) and fails inside it (exit 1)",
+        "    the execution audit is off here, so what it could not reach is not traced: declare the files of the bench "
+        "it reads in [arms.service] readable = [...], the endpoints it connects to in network = [...]",
+        "    it said: *",
     ])  # fmt: skip
 
 
@@ -576,6 +586,7 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
     assert (sample["status"], sample["outcome"]) == ("error", None)
     summary = pytester.path / "data" / "summary.txt"
     (blocked,) = sample["sandbox_blocked"]
+    assert blocked.pop("said").endswith(f"FileNotFoundError: [Errno 2] No such file or directory: '{summary}'")
     assert blocked == {
         "program": "reports", "call": "openat", "target": str(summary), "error": "ENOENT", "ended": "exited with 1",
         "command": "reports summary", "why": "the bench folder is hidden but for what the arm declares",
