@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_preflight import assert_refused_before_anything, needs_audit, needs_sandbox, samples, view_of
+from test_preflight import assert_refused_before_anything, needs_audit, needs_sandbox, readme_block_after, samples, view_of
 
 from pytest_benchcell.isolation.exec_audit import ExecPolicy, FailedRun, failed_runs, parse_strace
 from pytest_benchcell.isolation.missing_paths import paths_named_missing
@@ -280,6 +280,11 @@ def write_bench(pytester: pytest.Pytester, *, exec_audit: str = "auto", **declar
         path.chmod(0o755)
 
 
+def one_line(text: str, bench: Path) -> str:
+    """A message as the docs print it: wrapped lines joined, the bench's folder as `...`."""
+    return " ".join(text.replace(str(bench), "...").split())
+
+
 def sitting(pytester: pytest.Pytester, arm: str, *extra: str) -> pytest.RunResult:
     return pytester.runpytest("--bench-arm", arm, "--bench-task", "count", "--bench-scripted", "-p", "no:randomly", *extra)
 
@@ -355,6 +360,8 @@ def test_a_binary_without_any_working_spelling_refuses_the_sitting_listing_each(
     write_bench(pytester)
     result = sitting(pytester, "mute")
     assert_refused_before_anything(pytester, result, "mute")
+    shown = readme_block_after("the arm, each command tried with its exit status")  # docs/isolation.md
+    assert one_line(result.stderr.str(), pytester.path) == one_line(shown, pytester.path)
     result.stderr.fnmatch_lines([
         "arm mute: no usual spelling of a help or version request of mutectl works outside the sandbox, so the "
         "pre-flight cannot tell whether the sandbox breaks it:",
@@ -394,6 +401,8 @@ def test_a_trial_whose_cli_cannot_import_its_package_records_the_block_with_its_
     write_bench(pytester)
     result = sitting(pytester, "shopq")  # `shopq help` answers before it imports: the pre-flight passes
     result.stdout.fnmatch_lines(["pre-flight: 1 check of 1 arm ran in the sandbox as in a trial and work there (*s)"])
+    note = readme_block_after("the sitting goes on and its summary names it")  # docs/isolation.md
+    assert one_line(note, pytester.path) in one_line(result.stdout.str(), pytester.path)
     (sample,) = samples(pytester, "shopq")
     assert (sample["status"], sample["outcome"]) == ("error", None)
     (blocked,) = sample["sandbox_blocked"]
