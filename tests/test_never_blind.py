@@ -413,9 +413,13 @@ def test_a_trial_whose_cli_cannot_import_its_package_records_the_block_with_its_
     }  # fmt: skip
     assert blocked["said"].endswith("ModuleNotFoundError: No module named 'shop'")
     assert sample["reason"].startswith(
-        f"sandbox: shopq could not find {pytester.path}/shop (its output: ModuleNotFoundError: No module named 'shop') "
-        '(the bench folder is hidden but for what the arm declares) and exited with 1; declare [arms.shopq] readable = ["shop"]'
+        f"sandbox: shopq could not find {pytester.path}/shop (the bench folder is hidden but for what the arm declares; "
+        "it said: ModuleNotFoundError: No module named 'shop') and exited with 1; declare [arms.shopq] readable = [\"shop\"]"
     )
+    result.stdout.fnmatch_lines([
+        "    sandbox: in 1 trial it kept the arm's own program from what it needs (never scored against the arm):",
+        f"        shopq could not find {pytester.path}/shop (*it said: ModuleNotFoundError: No module named 'shop')*",
+    ])  # fmt: skip
 
 
 @pytest.mark.e2e

@@ -302,10 +302,11 @@ def describe_record(entry: Mapping[str, object]) -> str:
     """One line for a sample's `sandbox_blocked` entry."""
     target = entry.get("target", "")
     what = f"could not connect to {target}" if entry.get("call") == "connect" else f"could not open {target}"
-    if entry.get("call") == "output":
-        what = f"could not find {target} (its output: {entry.get('error')})"
+    why = entry.get("why")
+    if entry.get("call") == "output":  # found by what its output names: that line says so
+        what, why = f"could not find {target}", f"{why}; it said: {entry.get('error')}"
     remedy = f"; {entry['remedy']}" if entry.get("remedy") else ""
-    return f"{entry.get('program')} {what} ({entry.get('why')}) and {entry.get('ended')}{remedy}"
+    return f"{entry.get('program')} {what} ({why}) and {entry.get('ended')}{remedy}"
 
 
 def readable_entries(paths: Iterable[str], bench_root: str) -> list[str]:
