@@ -12,7 +12,12 @@ lands on all of them:
             opens and connects that show what a program could not reach (ACCESS_CALLS);
 - execs:    the same tracing program starts only (the audit before it watched opens and connects):
             what watching them costs is audited minus execs;
-- ptrace:   the audited prefix without --seccomp-bpf (strace stops at every system call), for comparison.
+- ptrace:   the audited prefix without --seccomp-bpf (strace stops at every system call), for comparison;
+- lookups:  the audited prefix also tracing the stat and access calls (LOOKUP_CALLS), which is how a
+            Python import or a Node require looks for a file: what watching every program's lookups
+            would cost is lookups minus audited. The audit reads a failed run's output instead
+            (isolation/missing_paths.py); what that costs per failed run is timed at the end, on this
+            checkout as the bench folder (a traceback naming a module, a Node error naming a require).
 
 The check after the run (parse the log, judge every record against the arm's policy) is timed
 separately and added. Commands: a pipeline of utilities, git status in a small repository (git
@@ -35,7 +40,9 @@ from pathlib import Path
 
 import harness
 
-from pytest_benchcell.isolation.exec_audit import ExecAudit, ExecPolicy, check_records, find_tracer
+from pytest_benchcell.isolation.blocked import Mounts, SandboxView
+from pytest_benchcell.isolation.exec_audit import ExecAudit, ExecPolicy, FailedRun, Tracer, check_records, find_tracer
+from pytest_benchcell.isolation.exec_audit.tracer import ACCESS_CALLS
 
 TARGET_MS = 30.0
 REAL_PYTHON = os.path.dirname(os.path.realpath(sys.executable))  # the interpreter itself, no shim
@@ -45,6 +52,49 @@ COMMANDS = {
     "python script": "./tool hello",
     "python, no shim": f"PATH={REAL_PYTHON}:$PATH ./tool hello",
 }
+
+
+LOOKUP_CALLS = "stat,lstat,newfstatat,statx,access,faccessat,faccessat2"
+
+
+class LookupTracer(Tracer):
+    """The audit's tracer, also tracing the lookups (stat and access calls) of every program."""
+
+    def options(self) -> tuple[str, ...]:
+        options = list(super().options())
+        at = options.index(next(option for option in options if option.startswith("trace=")))
+        options[at] = options[at].replace(ACCESS_CALLS, f"{ACCESS_CALLS},{LOOKUP_CALLS}")
+        return tuple(options)
+
+
+def output_reading_ms(rounds: int = 200) -> dict[str, float]:
+    """Median ms to read one failed run's output for what it could not find, this checkout as the bench."""
+    root = str(Path(__file__).resolve().parent.parent)
+    view = SandboxView("cli", Mounts(((root, False),)), root, (), "/nowhere", "/nowhere/trial", ())
+    outputs = {
+        "python import": "Traceback (most recent call last):\n  File \"/b/bin/tool\", line 5, in <module>\n    import tracker\n"
+        "ModuleNotFoundError: No module named 'tracker'",
+        "node require": f"Error: Cannot find module '../tracker/__init__'\nRequire stack:\n- {root}/bench/bin/tool\n"
+        + "    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)\n" * 10,
+        "nothing named": "error: unknown command frobnicate\n" + "usage: tool list\n" * 20,
+    }
+    found = {}
+    for name, output in outputs.items():
+        run = FailedRun("tool", f"{root}/bench/bin/tool", "exited with 1", "tool x", "1.log")
+        calls = [{"tool": "Bash", "input": {"command": "tool x"}, "output": output}]
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            view.judge_runs([run], calls, [])
+            times.append(time.perf_counter() - started)
+        found[name] = statistics.median(times) * 1000
+    return found
+
+
+def _calls_in_last_log(audit: ExecAudit) -> int:
+    """The system calls strace logged for the last command (each one a stop of the traced program)."""
+    logs = sorted(audit.logs.glob("*.log"), key=lambda path: (len(path.name), path.name))
+    return sum(1 for line in logs[-1].read_text(errors="replace").splitlines() if "(" in line) if logs else 0
 
 
 def wrapped(command: str, folder: Path) -> str:
@@ -80,24 +130,27 @@ def main() -> int:
         audited = ExecAudit(scratch / "audited", tracer)
         execs = ExecAudit(scratch / "execs", replace(tracer, accesses=False))
         ptrace = ExecAudit(scratch / "ptrace", replace(tracer, seccomp_bpf=False))
+        lookups = ExecAudit(scratch / "lookups", LookupTracer(**{f: getattr(tracer, f) for f in tracer.__dataclass_fields__}))
         policy = ExecPolicy("bench", audited.shell, {}, {}, {})
         print(f"strace {tracer.version}, seccomp-bpf {'on' if tracer.seccomp_bpf else 'not supported'}; "
               f"{args.runs} runs per way, medians")  # fmt: skip
         print(f"strace traces opens and connects too: {'yes' if tracer.accesses else 'no (not supported here)'}")
         print(f"{'command':<15} {'bare':>8} {'audited':>9} {'execs':>8} {'ptrace':>8} {'check':>7} {'records':>8} "
-              f"{'audit cost':>11} {'of it opens':>12}")  # fmt: skip
+              f"{'audit cost':>11} {'of it opens':>12} {'lookups':>9} {'+lookups':>9} {'calls traced':>14}")  # fmt: skip
         worst = 0.0
         for name, command in COMMANDS.items():
             line = wrapped(command, scratch)
-            times: dict[str, list[float]] = {"bare": [], "audited": [], "execs": [], "ptrace": []}
+            times: dict[str, list[float]] = {"bare": [], "audited": [], "execs": [], "ptrace": [], "lookups": []}
             for _ in range(args.runs + 1):  # the first round warms caches and is dropped
                 for way, argv in (
                     ("bare", [bash, "-c", line]),
                     ("audited", [str(audited.prefix), line]),
                     ("execs", [str(execs.prefix), line]),
                     ("ptrace", [str(ptrace.prefix), line]),
+                    ("lookups", [str(lookups.prefix), line]),
                 ):
                     times[way].append(timed(argv, work))
+            traced_calls = {way: _calls_in_last_log(audit) for way, audit in (("audited", audited), ("lookups", lookups))}
             logs = audited.records()
             started = time.perf_counter()
             for records in logs:
@@ -109,11 +162,15 @@ def main() -> int:
             print(
                 f"{name:<15} {median['bare']:>6.1f}ms {median['audited']:>7.1f}ms {median['execs']:>6.1f}ms "
                 f"{median['ptrace']:>6.1f}ms {check * 1000:>5.2f}ms {len(logs[-1]):>8} {cost:>9.1f}ms "
-                f"{median['audited'] - median['execs']:>10.1f}ms"
+                f"{median['audited'] - median['execs']:>10.1f}ms {median['lookups']:>7.1f}ms "
+                f"{median['lookups'] - median['audited']:>7.1f}ms {traced_calls['audited']:>6} -> {traced_calls['lookups']:<6}"
             )
-            for audit in (audited, execs, ptrace):
+            for audit in (audited, execs, ptrace, lookups):
                 for log in audit.logs.glob("*.log"):
                     log.unlink()
+        reading = output_reading_ms()
+        print("reading a failed run's output instead (per failed run of the arm's binary): "
+              + ", ".join(f"{name} {ms:.2f} ms" for name, ms in reading.items()))  # fmt: skip
         verdict = "met" if worst <= TARGET_MS else "missed"
         print(f"worst audit cost per command: {worst:.1f} ms (target <= {TARGET_MS:.0f} ms: {verdict})")
         return 0 if worst <= TARGET_MS else 1

@@ -9,12 +9,21 @@ is (PATH folder, shell prefix, sandbox, network namespace), its programs run in 
 the prefix, then the service is torn down. The mcp arm has no shell: nothing runs for it. Prints the
 median over the runs, the spread, and where one run's time goes (provision + ready, confinement,
 the commands in the sandbox, teardown), and what the same programs cost run bare.
+
+    .venv/bin/python benchmarks/preflight_cost.py --spellings [--runs 5]
+
+What trying the usual spellings costs where an arm's `BINARY --help` and `--version` fail outside the
+sandbox too: the cli-skill arm alone, once as it is and once with its binary replaced by `tracker-sub`,
+a wrapper whose only help is a `help` subcommand (so `--help`, `--version` and `-h` fail outside,
+each run there under the audit's strace, and `help` works, then runs inside again, traced).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import tempfile
+import tomllib
 import os
 import statistics
 import subprocess
@@ -30,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_benchcell import preflight  # noqa: E402
 from pytest_benchcell.agent import bundled_cli  # noqa: E402
-from pytest_benchcell.config import load_bench  # noqa: E402
+from pytest_benchcell.config import load_bench, parse_bench  # noqa: E402
 from pytest_benchcell.isolation.sandbox import find_sandbox  # noqa: E402
 
 
@@ -79,14 +88,55 @@ def bare_commands(bench: Any, arms: list[str]) -> float:
     return time.perf_counter() - started
 
 
+TRACKER_SUB = """#!/bin/sh
+# tracker with a `help` subcommand only: --help, --version and -h fail, outside the sandbox too
+[ "$1" = help ] && exec tracker --help
+echo "tracker-sub: unknown option $1" >&2
+exit 1
+"""
+
+
+def spellings(runs: int) -> int:
+    """The cli-skill arm's pre-flight as it is, then with a binary whose help is a subcommand."""
+    document = tomllib.loads((ROOT / "bench.toml").read_text())
+    hooks = example_hooks()
+    cli = bundled_cli()
+    with tempfile.TemporaryDirectory(prefix="preflight-spellings-") as folder:
+        (Path(folder) / "tracker-sub").write_text(TRACKER_SUB)
+        (Path(folder) / "tracker-sub").chmod(0o755)
+        changed = {**document["arms"]["cli-skill"], "binaries": ["tracker-sub"], "path": ["bench/bin", folder],
+                   "readable": ["bench/tracker", "bench/bin/tracker"], "deny_subcommands": {}}  # fmt: skip
+        medians = {}
+        for label, arm in (("as it is", document["arms"]["cli-skill"]), ("help subcommand only", changed)):
+            bench = parse_bench(ROOT / "bench.toml", {**document, "arms": {**document["arms"], "cli-skill": arm}})
+            preflight.run_preflight(bench, {"cli-skill": "close-export"}, hooks, "scripted", cli=cli)  # warm
+            totals = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                found = preflight.run_preflight(bench, {"cli-skill": "close-export"}, hooks, "scripted", cli=cli)
+                totals.append(time.perf_counter() - started)
+                if found.refuses:
+                    print(f"{label}: the arm did not pass its pre-flight:", found.refusal(bench), *found.notes, sep="\n")
+                    return 1
+            medians[label] = statistics.median(totals)
+            print(f"cli-skill, {label}: median {medians[label]:.2f} s (runs {min(totals):.2f} to {max(totals):.2f} s)")
+    print(*found.notes, sep="\n")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {runs} runs each")
+    print(f"trying the usual spellings added {medians['help subcommand only'] - medians['as it is']:.2f} s")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--spellings", action="store_true", help="what trying the usual spellings costs")
     args = parser.parse_args()
     tool = find_sandbox()
     if not tool.available:
         print(f"the sandbox cannot run here ({tool.reason}): the pre-flight has nothing to run")
         return 1
+    if args.spellings:
+        return spellings(args.runs)
     bench = load_bench(ROOT / "bench.toml")
     hooks = example_hooks()
     phases = Phases(hooks)
@@ -100,7 +150,7 @@ def main() -> int:
         started = time.perf_counter()
         found = preflight.run_preflight(bench, arms, hooks, "scripted", cli=cli)
         totals.append(time.perf_counter() - started)
-        if found.broken or found.notes:
+        if found.refuses or found.notes:
             print("the example bench did not pass its pre-flight:", found.refusal(bench), *found.notes, sep="\n")
             return 1
         breakdown = dict(phases.seconds)

@@ -109,6 +109,8 @@ class Confinement:
             report = self.audit.report(policy, commands_ran=ran, judge=self.view.judge if self.view else None)
             self.exec_report = report.as_dict()
             self.blocked = [dict(entry) for entry in report.blocked]
+            if self.view is not None:  # what the failed runs' outputs name: lookups that are no open
+                self.blocked = self.view.judge_runs(report.failed, sample["tool_calls"], self.blocked)
             lines += report.lines()
         return lines
 

@@ -29,31 +29,39 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .config import Arm, Bench, fill_placeholders
-from .confinement import Confinement, ConfinementError, confine, sandbox_state
+from .confinement import Confinement, ConfinementError, confine, sandbox_state, search_path
 from .isolation import exec_audit
 from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
 from .isolation.hygiene import removed_variables
 from .leftovers import printable
+from .output_lines import lines_naming_the_error
 from .trial import HarnessError, provisioned
 
-__all__ = ["Check", "Broken", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
+__all__ = ["Check", "Broken", "Unjudged", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
 
 PREFLIGHT_TRIAL = 0  # the trial number the pre-flight's environment is provisioned with
 COMMAND_TIMEOUT_S = 60.0  # one run of an arm's checks (inside) or of one command (outside)
 CONNECT_TIMEOUT_S = 2.0
-OUTPUT_LINES = 6  # lines of a failing program's output quoted in its message
+OUTPUT_LINES = 6  # lines of a failing program's output quoted in its message (those naming the error)
 OUTPUT_CHARS = 800
+KEPT_CHARS = 16000  # of a check's output, kept to pick the lines naming the error from (Node's come first)
+# Where no declared or default check of a binary works outside the sandbox: the usual spellings of a
+# help or version request, tried outside in this order (the first that works is the check), each with
+# the trial's variables and folder, stdin closed, stopped after SPELLING_TIMEOUT_S.
+USUAL_SPELLINGS = ("--help", "-h", "help", "--version", "version")
+SPELLING_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class Check:
     commands: tuple[str, ...]
     endpoint: str = ""  # for a variable's endpoint: HOST:PORT
     template: str = ""  # ... and how the arm would declare it ("http://127.0.0.1:{port}/")
+    binary: str = ""  # the binary a default check (`BINARY --help`) is of: its usual spellings may be tried
+    declared: bool = False  # the bench's own command (a `preflight` line or a `probe`): it must work outside
 
 
 @dataclass
@@ -79,6 +89,7 @@ class Broken:
     blocked: list[Blocked] = field(default_factory=list)  # what the traces show the sandbox kept from it
     traced: bool = True  # whether the execution audit traced it (else only the output tells)
     view: SandboxView | None = None
+    failed_first: tuple[str, ...] = ()  # the checks that failed outside too before a usual spelling worked
 
     def message(self) -> str:
         if self.check.endpoint:
@@ -91,7 +102,13 @@ class Broken:
             f"arm {self.arm}: `{self.command}` works outside the sandbox (exit {self.outside}) and fails inside it "
             f"(exit {self.inside})"
         ]
-        if not self.traced:
+        if self.failed_first:
+            tried = " and ".join(f"`{command}`" for command in self.failed_first)
+            lines.append(
+                f"    ({tried} fail outside the sandbox too; `{self.command}` is the first usual spelling that works: "
+                f"declare [arms.{self.arm}] preflight = {toml_list([self.command])}, or a command that does what trials do)"
+            )
+        if not self.traced and not self.blocked:
             lines.append(
                 "    the execution audit is off here, so what it could not reach is not traced: declare the files of the "
                 f"bench it reads in [arms.{self.arm}] readable = [...], the endpoints it connects to in network = [...]"
@@ -102,7 +119,7 @@ class Broken:
         for remedy in self.remedies():
             lines.append(f"    -> {remedy}")
         if self.output.strip():
-            lines.append("    it said: " + "\n        ".join(self.output.strip().splitlines()[-OUTPUT_LINES:]))
+            lines.append("    it said: " + "\n        ".join(lines_naming_the_error(self.output, limit=OUTPUT_LINES)))
         return "\n".join(lines)
 
     def _what_it_could_not_reach(self) -> list[str]:
@@ -148,6 +165,35 @@ class Broken:
         return list(dict.fromkeys([*declared, self.check.template]))
 
 
+@dataclass
+class Unjudged:
+    """A check whose every command fails outside the sandbox too: it cannot say whether the sandbox
+    breaks the arm, so the sitting is refused rather than spent on a program that may not run."""
+
+    arm: str
+    check: Check
+    attempts: list[tuple[str, int, str]]  # (command, exit status outside, output) for every one tried
+
+    def message(self) -> str:
+        if self.check.declared:
+            head = f"arm {self.arm}: {self.check.label} fails outside the sandbox too, so it says nothing of the sandbox:"
+        else:
+            head = (
+                f"arm {self.arm}: no usual spelling of a help or version request of {self.check.label} works outside the "
+                "sandbox, so the pre-flight cannot tell whether the sandbox breaks it:"
+            )
+        lines = [head]
+        for command, status, output in self.attempts:
+            said = lines_naming_the_error(output, limit=OUTPUT_LINES // 2)
+            lines.append(f"    `{command}` exit {status}" + (": " + "\n        ".join(said) if said else " (no output)"))
+        example = f"{self.check.binary} <arguments that work>" if self.check.binary else "<a command that works>"
+        lines.append(
+            f"    -> declare [arms.{self.arm}] preflight = {toml_list([example])}: a command line that works outside the "
+            "sandbox and does what trials do (reads the files, reaches the services)"
+        )
+        return "\n".join(lines)
+
+
 def _without_remedy(blocked: Blocked) -> str:
     what = f"could not open {blocked.target}" if blocked.kind == "file" else f"could not connect to {blocked.target}"
     return f"{what} ({blocked.why})"
@@ -158,21 +204,39 @@ class Preflight:
     """What the pre-flight found for a sitting."""
 
     broken: list[Broken] = field(default_factory=list)
+    unjudged: list[Unjudged] = field(default_factory=list)  # checks that fail outside too: refused as well
     notes: list[str] = field(default_factory=list)  # checks it could not judge, arms it could not set up
     arms: list[str] = field(default_factory=list)  # the arms whose programs ran
     checks: int = 0
     seconds: float = 0.0
 
+    @property
+    def refuses(self) -> bool:
+        """Whether the sitting is refused: a check the sandbox breaks, or one that cannot tell."""
+        return bool(self.broken or self.unjudged)
+
     def refusal(self, bench: Bench) -> str:
-        """The UsageError's text: one message per broken check."""
-        count = len(self.broken)
-        verb = "s" if count == 1 else ""
-        head = (
-            f"benchcell pre-flight: {_plural(count, 'check')} of the selected arms work{verb} outside the sandbox and "
-            f"fail{verb} inside it, so every trial would measure the sandbox, not the arm (nothing was reserved, no "
-            f"model request was made); declare what the arms need in {bench.path}:"
-        )
-        return "\n".join([head, *(broken.message() for broken in self.broken)])
+        """The UsageError's text: one message per broken check, then one per check that cannot tell."""
+        lines = []
+        if self.broken:
+            count = len(self.broken)
+            verb = "s" if count == 1 else ""
+            lines.append(
+                f"benchcell pre-flight: {_plural(count, 'check')} of the selected arms work{verb} outside the sandbox and "
+                f"fail{verb} inside it, so every trial would measure the sandbox, not the arm (nothing was reserved, no "
+                f"model request was made); declare what the arms need in {bench.path}:"
+            )
+            lines += [broken.message() for broken in self.broken]
+        if self.unjudged:
+            count = len(self.unjudged)
+            verb = "s" if count == 1 else ""
+            lines.append(
+                f"benchcell pre-flight: {_plural(count, 'check')} of the selected arms fail{verb} outside the sandbox too, "
+                "so the pre-flight cannot tell whether the sandbox breaks the arm and every trial could spend tokens on a "
+                f"program that does not run (nothing was reserved, no model request was made); declare in {bench.path}:"
+            )
+            lines += [unjudged.message() for unjudged in self.unjudged]
+        return "\n".join(lines)
 
     def summary(self) -> str:
         if not self.arms:
@@ -189,14 +253,17 @@ def _plural(count: int, word: str) -> str:
 
 def checks_for_binaries(arm: Arm) -> list[Check]:
     """The checks of an arm's programs: its declared preflight commands, else per binary its probe,
-    else `--help` then `--version`."""
+    else `--help` then `--version` (and, where both fail outside too, the other USUAL_SPELLINGS)."""
     if arm.preflight:
-        return [Check(f"the preflight command `{command}`", (command,)) for command in arm.preflight]
+        return [Check(f"the preflight command `{command}`", (command,), declared=True) for command in arm.preflight]
     checks = []
     for binary in arm.binaries:
         probe = arm.probes.get(binary)
-        commands = (probe,) if probe else (f"{shlex.quote(binary)} --help", f"{shlex.quote(binary)} --version")
-        checks.append(Check(binary, commands))
+        if probe:
+            checks.append(Check(f"the probe of {binary} `{probe}`", (probe,), binary=binary, declared=True))
+        else:
+            commands = (f"{shlex.quote(binary)} --help", f"{shlex.quote(binary)} --version")
+            checks.append(Check(binary, commands, binary=binary))
     return checks
 
 
@@ -227,7 +294,7 @@ def _check_arm(
     confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False, untraced=True)
     try:
         checks = [
-            Check(check.label, tuple(fill_placeholders(command, values, where=where) for command in check.commands))
+            replace(check, commands=tuple(fill_placeholders(command, values, where=where) for command in check.commands))
             for check in checks_for_binaries(arm)
         ]
         checks += _endpoint_checks(arm, confined)
@@ -240,17 +307,26 @@ def _check_arm(
         for check, (command, status, _) in zip(checks, inside):
             if status == 0:
                 continue
-            broken = _judge(arm, check, runner, confined)
+            attempts: list[tuple[str, int, str]] = []
+            broken = _judge(arm, check, runner, confined, attempts)
+            if broken is None and check.binary and not check.declared:
+                broken = _try_spellings(arm, check, runner, confined, attempts)
+                if broken == FLAKY:  # works outside and inside: the check is that spelling
+                    works = next(c for c in _spellings(check) if c not in {attempt[0] for attempt in attempts})
+                    found.notes.append(
+                        f"pre-flight: arm {arm.name}: {' and '.join(f'`{c}`' for c in check.commands)} fail outside the "
+                        f"sandbox too; `{works}` works, in the sandbox as well (declare [arms.{arm.name}] preflight = "
+                        f"{toml_list([works])}, or a command that does what trials do)"
+                    )
+                    continue
             if isinstance(broken, Broken):
                 found.broken.append(broken)
             elif broken == FLAKY:
                 found.notes.append(f"pre-flight: arm {arm.name}: `{command}` failed once in the sandbox and worked when run again")
+            elif check.endpoint:
+                found.notes.append(f"pre-flight: arm {arm.name}: {check.label} ({check.endpoint}) stopped answering outside the sandbox")
             else:
-                tried = " and ".join(f"`{c}`" for c in check.commands)
-                found.notes.append(
-                    f"pre-flight: arm {arm.name}: {tried} fail outside the sandbox too, so the pre-flight cannot tell "
-                    f"whether the sandbox breaks {check.label}; declare a command that works in [arms.{arm.name}] preflight"
-                )
+                found.unjudged.append(Unjudged(arm.name, check, attempts))
     finally:
         confined.close()
 
@@ -280,10 +356,17 @@ def _answers(host: str, port: int) -> bool:
 FLAKY = "flaky"  # a check that failed inside worked when run there again
 
 
-def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Broken | str | None:
+def _judge(
+    arm: Arm, check: Check, runner: _Runner, confined: Confinement, attempts: list[tuple[str, int, str]],
+    timeout: float = COMMAND_TIMEOUT_S, *, ran_inside: bool = True,
+) -> Broken | str | None:  # fmt: skip
     """Run a check that failed inside outside the sandbox; when one of its commands works there, it
-    is broken: run that one inside again, alone, and read both traces for what the sandbox kept.
-    None when every command fails outside too; FLAKY when the one that works outside works inside now."""
+    is broken: run that one inside again, alone, and read both traces (or, untraced or where they
+    show nothing, its output) for what the sandbox kept. None when every command fails outside too
+    (each appended to `attempts`); FLAKY when the one that works outside works inside now. Outside,
+    a command runs untraced first (most fail, or work inside again); only a broken one runs there
+    once more under the audit's strace, for what it opened and reached. `ran_inside`: whether the
+    commands already failed inside untraced (the first pass); if not, that is tried first too."""
     tracer = confined.audit.tracer if confined.audit is not None else None
     for command in check.commands:
         if check.endpoint:
@@ -291,17 +374,48 @@ def _judge(arm: Arm, check: Check, runner: _Runner, confined: Confinement) -> Br
             works = endpoint is not None and _answers(endpoint.host, endpoint.port)
             outside = (0 if works else 1, "", None)
         else:
-            outside = runner.outside(command, tracer)
+            outside = runner.outside(command, None, timeout=timeout)
         if outside[0] != 0:
+            attempts.append((command, outside[0], outside[1]))
             continue
+        if not ran_inside and runner.inside_one(command, traced=False)[0] == 0:
+            return FLAKY  # it works inside as well
         status, output, inside_log = runner.inside_one(command)
         if status == 0:
             return FLAKY  # a program that fails now and then, not the sandbox
         broken = Broken(arm.name, check, command, status, outside[0], output, traced=tracer is not None, view=confined.view)
         if confined.view is not None and tracer is not None:
-            broken.blocked = _what_was_kept(confined.view, inside_log, outside[2])
+            outside_log = None if check.endpoint else runner.outside(command, tracer, timeout=timeout)[2]
+            broken.blocked = _what_was_kept(confined.view, inside_log, outside_log)
+        if confined.view is not None and not broken.blocked:  # a lookup that is no open: what its output names
+            broken.blocked = confined.view.output_blocks(output, _program_of(command, confined), command)
         return broken
     return None
+
+
+def _try_spellings(arm: Arm, check: Check, runner: _Runner, confined: Confinement, attempts: list[tuple[str, int, str]]) -> Broken | str | None:
+    """A binary whose default checks fail outside too: its other usual spellings, outside, the first
+    that works judged inside as any check (SPELLING_TIMEOUT_S each)."""
+    verdict = _judge(arm, replace(check, commands=_spellings(check)), runner, confined, attempts, SPELLING_TIMEOUT_S, ran_inside=False)
+    if isinstance(verdict, Broken):
+        verdict.failed_first = check.commands
+    return verdict
+
+
+def _spellings(check: Check) -> tuple[str, ...]:
+    """The usual spellings of a binary's help or version request its default checks did not try."""
+    binary = shlex.quote(check.binary)
+    return tuple(command for command in (f"{binary} {spelling}" for spelling in USUAL_SPELLINGS) if command not in check.commands)
+
+
+def _program_of(command: str, confined: Confinement) -> str:
+    """The real file of a command line's first word, on the arm's PATH ('' when not found)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ""
+    found = shutil.which(words[0], path=search_path(confined.arm)) if words else None
+    return os.path.realpath(found) if found else ""
 
 
 def _what_was_kept(view: SandboxView, inside: exec_audit.StraceLog | None, outside: exec_audit.StraceLog | None) -> list[Blocked]:
@@ -390,10 +504,11 @@ class _Runner:
             raise ConfinementError(f"the pre-flight's command did not run in the sandbox (exit {status}): {tail}")
         return results
 
-    def inside_one(self, command: str) -> tuple[int, str, exec_audit.StraceLog | None]:
-        audit = self.confined.audit
+    def inside_one(self, command: str, *, traced: bool = True) -> tuple[int, str, exec_audit.StraceLog | None]:
+        audit = self.confined.audit if traced else None
         before = set(os.listdir(audit.logs)) if audit is not None else set()
-        status, output = self._run([str(self.confined.prefix), f"( {command}\n) </dev/null 2>&1"])
+        prefix = self.confined.prefix if traced else (self.confined.untraced_prefix or self.confined.prefix)
+        status, output = self._run([str(prefix), f"( {command}\n) </dev/null 2>&1"])
         log = None
         if audit is not None:
             new = sorted(set(os.listdir(audit.logs)) - before)
@@ -401,29 +516,31 @@ class _Runner:
                 log = exec_audit.parse_strace((audit.logs / new[-1]).read_text(errors="replace"), log=new[-1])
         return status, _clip(output), log
 
-    def outside(self, command: str, tracer: exec_audit.Tracer | None) -> tuple[int, str, exec_audit.StraceLog | None]:
+    def outside(
+        self, command: str, tracer: exec_audit.Tracer | None, *, timeout: float = COMMAND_TIMEOUT_S
+    ) -> tuple[int, str, exec_audit.StraceLog | None]:
         shell = self.confined.audit.shell if self.confined.audit is not None else "/bin/bash"
         argv = [shell, "-c", f"( {command}\n) </dev/null 2>&1"]
         if tracer is None:
-            status, output = self._run(argv)
+            status, output = self._run(argv, timeout=timeout)
             return status, _clip(output), None
         with tempfile.TemporaryDirectory(prefix="benchcell-preflight-") as scratch:
             log_path = Path(scratch) / "outside.log"
-            status, output = self._run([tracer.program, *tracer.options(), "-o", str(log_path), *argv])
+            status, output = self._run([tracer.program, *tracer.options(), "-o", str(log_path), *argv], timeout=timeout)
             text = log_path.read_text(errors="replace") if log_path.exists() else ""
         return status, _clip(output), exec_audit.parse_strace(text, log="outside")
 
-    def _run(self, argv: Sequence[str]) -> tuple[int, str]:
+    def _run(self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S) -> tuple[int, str]:
         process = subprocess.Popen(
             list(argv), cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:
-            out, _ = process.communicate(timeout=COMMAND_TIMEOUT_S)
+            out, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _stop(process)
             out, _ = process.communicate()
-            return 124, out.decode(errors="replace") + f"\n(stopped after {COMMAND_TIMEOUT_S:.0f} s)"
+            return 124, out.decode(errors="replace") + f"\n(stopped after {timeout:.0f} s)"
         except BaseException:  # Ctrl-C: its own session does not get the terminal's signal
             _stop(process)
             raise
@@ -440,5 +557,5 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 def _clip(output: str) -> str:
     text = printable(output.strip(), newlines=True)
-    return text if len(text) <= OUTPUT_CHARS else "..." + text[-OUTPUT_CHARS:]
+    return text if len(text) <= KEPT_CHARS else "..." + text[-KEPT_CHARS:]
 

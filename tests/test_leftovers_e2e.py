@@ -47,6 +47,7 @@ tools = ["Bash"]
 binaries = ["runner"]
 path = ["bin"]
 bootstrap = "runner runs a task."
+preflight = ["runner true"]  # it has no help or version: the pre-flight refuses to guess
 
 [tasks.litter]
 tier = "single-mutation"

@@ -24,9 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
-from .exec_audit import ProgramFailure
+from ..output_lines import lines_naming_the_error
+from .exec_audit import FailedRun, ProgramFailure
+from .missing_paths import paths_named_missing
 
-__all__ = ["Mounts", "Blocked", "SandboxView", "readable_entries", "endpoints_offered", "endpoint_in", "describe_record", "toml_list"]
+__all__ = [
+    "Mounts", "Blocked", "SandboxView", "readable_entries", "endpoints_offered", "endpoint_in", "describe_record", "toml_list",
+    "SAID_LINES",
+]  # fmt: skip
+SAID_LINES = 6  # lines of a blocked program's output kept with its entry (the lines naming the error)
 
 # bubblewrap's options by how many arguments they take (its manual, 0.4 to 0.11); the mounts are
 # read from these, anything else is skipped with its arguments.
@@ -229,13 +235,78 @@ class SandboxView:
             "remedy": blocked.remedy,
         }
 
+    def output_blocks(self, output: str, program: str = "", command: str = "") -> list[Blocked]:
+        """The files a failed program's output says it could not find that the sandbox hides,
+        leaving out a path the agent's command names (as `judge` does)."""
+        found = []
+        for path, _ in paths_named_missing(output, bench_root=self.bench_root, program=program):
+            blocked = self.file(path)
+            if blocked is not None and not _named_in(path, command):
+                found.append(blocked)
+        return found
+
+    def judge_runs(
+        self, runs: Sequence[FailedRun], tool_calls: Sequence[Mapping[str, object]], blocked: Sequence[Mapping[str, object]]
+    ) -> list[dict[str, object]]:
+        """The sample's `sandbox_blocked`: the audit's verdicts (`blocked`), and for each failed run
+        of the arm's binaries what its Bash call's output says it could not find that the sandbox
+        hides (a Python import, a Node require: lookups that are no open); each entry with the lines
+        of that output naming the error (`said`)."""
+        outputs = _outputs_of_runs(runs, tool_calls)
+        entries = [dict(entry) for entry in blocked]
+        for entry in entries:
+            said = next((outputs[run.log] for run in runs if run.command == entry.get("command") and run.log in outputs), "")
+            if said:
+                entry["said"] = "\n".join(lines_naming_the_error(said, limit=SAID_LINES))
+        known = {(entry.get("program"), entry.get("target")) for entry in entries}
+        added = 0
+        for run in runs:
+            output = outputs.get(run.log, "")
+            if not output:
+                continue
+            lines = dict(paths_named_missing(output, bench_root=self.bench_root, program=run.program))
+            for block in self.output_blocks(output, run.program, run.command):
+                if (run.binary, block.target) in known or added >= _OUTPUT_BLOCKS:
+                    continue
+                known.add((run.binary, block.target))
+                added += 1
+                entries.append({
+                    "program": run.binary, "call": "output", "target": block.target,
+                    "error": lines.get(block.target, "")[:300], "ended": run.ended, "command": run.command,
+                    "why": block.why, "remedy": block.remedy,
+                    "said": "\n".join(lines_naming_the_error(output, limit=SAID_LINES)),
+                })  # fmt: skip
+        return entries
+
+
+_OUTPUT_BLOCKS = 20  # entries read from outputs per trial, at most
+
+
+def _outputs_of_runs(runs: Sequence[FailedRun], tool_calls: Sequence[Mapping[str, object]]) -> dict[str, str]:
+    """Each failed run's command log -> the output of its Bash call: the call with the run's
+    command line, the how-manieth of them the run's command was (`FailedRun.repeat`)."""
+    calls: dict[str, list[str]] = {}
+    for call in tool_calls:
+        given = call.get("input")
+        if call.get("tool") == "Bash" and isinstance(given, dict):
+            calls.setdefault(str(given.get("command", "")), []).append(str(call.get("output") or ""))
+    paired: dict[str, str] = {}
+    for run in runs:
+        same = calls.get(run.command, []) if run.command else []
+        if run.repeat < len(same):
+            paired[run.log] = same[run.repeat]
+    return paired
+
 
 def describe_record(entry: Mapping[str, object]) -> str:
     """One line for a sample's `sandbox_blocked` entry."""
     target = entry.get("target", "")
     what = f"could not connect to {target}" if entry.get("call") == "connect" else f"could not open {target}"
+    why = entry.get("why")
+    if entry.get("call") == "output":  # found by what its output names: that line says so
+        what, why = f"could not find {target}", f"{why}; it said: {entry.get('error')}"
     remedy = f"; {entry['remedy']}" if entry.get("remedy") else ""
-    return f"{entry.get('program')} {what} ({entry.get('why')}) and {entry.get('ended')}{remedy}"
+    return f"{entry.get('program')} {what} ({why}) and {entry.get('ended')}{remedy}"
 
 
 def readable_entries(paths: Iterable[str], bench_root: str) -> list[str]:

@@ -187,7 +187,8 @@ def _decide(option: Any, bench: Bench, store: Store, model_kind: str, arms: list
 
 def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_kind: str) -> list[str]:
     """The pre-flight (preflight.py) before any number is reserved: refuses a sitting whose arm's
-    programs work outside the sandbox and fail inside it; else the lines for the sitting's summary."""
+    programs work outside the sandbox and fail inside it, or fail outside it too; else the lines for the
+    sitting's summary."""
     if not arms:
         return []
     from ..agent import bundled_cli
@@ -198,7 +199,7 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
         found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
     except BenchConfigError as exc:  # a placeholder of a preflight command the environment does not supply
         raise pytest.UsageError(str(exc)) from None
-    if found.broken:
+    if found.refuses:
         raise pytest.UsageError(found.refusal(bench))
     return [line for line in (found.summary(), *found.notes) if line]
 

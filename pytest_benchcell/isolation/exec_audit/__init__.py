@@ -30,7 +30,10 @@ too (`ACCESS_CALLS`; the log then holds the successful ones as well, since strac
 for every call or none). `parse_strace` keeps each with the program its process ran at the time,
 and how each process ended; `program_failures` picks the failed ones of the arm's own programs whose
 binary then ended in failure, and a judge (isolation/blocked.py) keeps those the sandbox caused: the
-sample's `sandbox_blocked`. They never make a trial invalid.
+sample's `sandbox_blocked`. They never make a trial invalid. A lookup that is not an open (Python
+finds a module with `stat`) leaves no failed call: `failed_runs` gives the runs of the arm's binaries
+that ended in failure, and the same judge reads each one's output for what it could not find
+(isolation/missing_paths.py), which costs nothing while the trial runs.
 
 What a program is. A record is a program when its file is one of the program's files and it ran
 under one of the program's names (`is_program`). The file: the same real path (symlinks and the
@@ -73,7 +76,7 @@ strace usable here, one traced run) <- `policy` (the policy, the check, the lear
 from __future__ import annotations
 
 from .audit import BLOCKED_LIMIT, LOG_BYTE_LIMIT, LOG_COUNT_LIMIT, LOG_TOTAL_LIMIT, ExecAudit, ExecReport
-from .failures import FailureJudge, ProgramFailure, program_failures
+from .failures import FailedRun, FailureJudge, ProgramFailure, failed_runs, program_failures
 from .policy import CLI_EMBEDDED_TOOLS, ExecLeak, ExecPolicy, check_records, is_program, learned_helpers
 from .strace_log import Access, ExecRecord, StraceLog, parse_strace, parse_strace_log
 from .tracer import (
@@ -106,6 +109,8 @@ __all__ = [
     "ExecReport",
     "ProgramFailure",
     "program_failures",
+    "FailedRun",
+    "failed_runs",
     "FailureJudge",
     "audit_state",
     "ACCESS_CALLS",

@@ -7,11 +7,11 @@ import os
 import shlex
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...leftovers import read_folder
-from .failures import FailureJudge, program_failures
+from .failures import FailedRun, FailureJudge, command_of_log, failed_runs, program_failures
 from .policy import ExecLeak, ExecPolicy, _chain, _check, _real, _under_wrappers_only, learned_helpers
 from .strace_log import ExecRecord, StraceLog, parse_strace
 from .tracer import Tracer
@@ -120,6 +120,8 @@ class ExecAudit:
         leaks: list[ExecLeak] = []
         damaged = 0
         blocked: dict[tuple[str, str, str], dict[str, object]] = {}
+        runs: list[FailedRun] = []
+        commands: dict[str, int] = {}  # command line -> how many logs ran it so far
         for log in per_command:
             records = log.records
             found, allowed_as = _check(records, policy)
@@ -136,10 +138,16 @@ class ExecAudit:
                     verdict = judge(failure)
                     if verdict is not None:
                         blocked[key] = verdict
+            if judge is not None:
+                command = command_of_log(log, policy)
+                if len(runs) < BLOCKED_LIMIT:
+                    found = failed_runs(log, policy, allowed_as)[: BLOCKED_LIMIT - len(runs)]
+                    runs += [replace(run, repeat=commands.get(command, 0)) for run in found]
+                commands[command] = commands.get(command, 0) + 1
         missing = max(0, commands_ran - len(per_command))
         refusals = tuple(f"{name}: {why}" for name, why in sorted(refused.items()))
         programs = sum(len(log.records) for log in per_command)
-        return ExecReport(len(per_command), programs, leaks, missing, damaged, refusals, tuple(blocked.values()))
+        return ExecReport(len(per_command), programs, leaks, missing, damaged, refusals, tuple(blocked.values()), tuple(runs))
 
 
 BLOCKED_LIMIT = 20  # harness-caused failures kept per trial (each distinct program and target once)
@@ -154,6 +162,7 @@ class ExecReport:
     damaged: int = 0  # logs without the record of their own shell (truncated or rewritten)
     refused: tuple[str, ...] = ()  # "name: why" of files in the log folder that were not read (a FIFO, a link...)
     blocked: tuple[dict[str, object], ...] = ()  # the arm's programs' failures the harness caused (the judge's verdicts)
+    failed: tuple[FailedRun, ...] = ()  # the runs of the arm's binaries that ended in failure (with a judge only)
 
     def lines(self) -> list[str]:
         """One line per finding, for the sample's `leaks`."""
