@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .sample import STATUS_ERROR, STATUS_SCORED
+from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
 
 # The words the reason gives a trial the harness broke, after what broke it.
 NOT_COUNTED = "which the harness caused, so it is not counted for or against the arm"
+# How isolation/tool_offer.py's reason starts for an MCP server not connected at the first model request.
+MCP_NOT_CONNECTED = "MCP server "
 
 
 def harness_broke(sample: Mapping[str, Any]) -> bool:
@@ -47,6 +49,27 @@ def describe_mcp_failure(entry: Any) -> str:
     name = entry.get("server") or entry.get("name") or "?"
     said = entry.get("error") or entry.get("reason") or entry.get("status") or "failed"
     return f"MCP server {name!r} failed: {said}"
+
+
+def causes(sample: Mapping[str, Any]) -> list[dict[str, str]]:
+    """What the harness broke in this trial, for stopping the arm (arm_stops.py): per program, its
+    name, what it could not reach, the agent's command that ran it and the line describing it all
+    (with the declaration that gives it back). An `invalid` trial whose MCP server was not connected
+    at the first model request (isolation/tool_offer.py) counts too: no trial of that arm can measure it."""
+    found = [
+        {"program": str(entry.get("program") or ""), "target": str(entry.get("target") or ""),
+         "command": str(entry.get("command") or ""), "line": line}
+        for entry, line in zip(
+            (entry for entry in _entries(sample, "sandbox_blocked") if isinstance(entry, Mapping)), what_broke(sample)
+        )
+    ]  # fmt: skip
+    for entry in _entries(sample, "mcp_failed"):
+        name = str(entry.get("server") or entry.get("name") or "") if isinstance(entry, Mapping) else ""
+        found.append({"program": f"MCP server {name}".strip(), "target": "", "command": "", "line": describe_mcp_failure(entry)})
+    reason = str(sample.get("reason") or "")
+    if not found and sample.get("status") == STATUS_INVALID and reason.startswith(MCP_NOT_CONNECTED):
+        found.append({"program": "MCP server", "target": "", "command": "", "line": reason})
+    return found
 
 
 def judge(sample: dict[str, Any]) -> None:

@@ -3,7 +3,7 @@
 End to end, as a user meets them: the three benches of issue 24, each correct and passing without
 the sandbox's declarations (`readable`, `network`), are refused before any model request with the
 declaration to add named, and pass once it is added; a program that passes the pre-flight but fails
-on a hidden file mid-trial is recorded with `sandbox_blocked` and never scored against the arm.
+on a hidden file mid-trial is recorded with `sandbox_blocked` and never counted for or against the arm.
 """
 
 from __future__ import annotations
@@ -606,16 +606,18 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
     result.stdout.fnmatch_lines(["ERROR bench.toml::reports-count-t1 - error: sandbox: reports could not open *"])
     result.stdout.fnmatch_lines([
         "reports x count: 1 recorded this sitting (0 passed, 0 failed, 0 invalid, 1 errors)",
-        "    sandbox: in 1 trial it kept the arm's own program from what it needs (never scored against the arm):",
+        "    sandbox: in 1 trial it kept the arm's own program from what it needs (errors, never counted for or against "
+        "the arm):",
         f"        reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited "
         'with 1; declare [arms.reports] readable = ["data/summary.txt"]',
     ])  # fmt: skip
     report = pytester.runpytest("--bench-report", "--bench-scripted", "--bench-arm", "reports", "--bench-report-json", "r.json")
     report.stdout.fnmatch_lines([
-        "*reports \u00d7 count: the sandbox kept the arm's own program from what it needs in 1 listed trial, never scored "
-        f"against the arm: reports could not open {summary}*",
+        "*reports \u00d7 count: the harness broke 1 trial (#1), counted as errors, never for or against the arm: the "
+        f"sandbox kept the arm's own program from what it needs (reports could not open {summary}*",
     ])  # fmt: skip
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["harness_broke"] == [1]
     assert cell["failures"][0]["sandbox_blocked"] == [
         f"reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited with 1; "
         'declare [arms.reports] readable = ["data/summary.txt"]'
