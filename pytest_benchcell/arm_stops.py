@@ -58,7 +58,7 @@ class ArmStops:
         trials = self.broken[arm]
         first = self.causes[arm][0]
         command = str(first.get("command") or "")
-        example = json.dumps(command) if command else '"a command that needs it"'
+        example = json.dumps(command) if command else "..."
         return (
             f"the harness broke {len(trials)} of its trials ({', '.join(trials)}; [bench] stop_after_blocked = "
             f"{self.after_blocked}): {first.get('line')}; the pre-flight catches this before any model request "

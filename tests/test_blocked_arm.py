@@ -190,6 +190,34 @@ def test_under_xdist_the_broken_arm_stops_up_to_the_trials_already_running(pytes
     assert not list((pytester.path / ".benchcell-spool").glob("*.stop"))
 
 
+ARMS_NOTE = """
+
+def pytest_benchcell_update_sample(trial, sample):
+    # As the controller does when it stops an arm (remote.arm_stop_file), after the arm's first trial.
+    import json, pathlib
+    if trial.arm == "inv":
+        note = pathlib.Path(__file__).parent / ".benchcell-spool" / (sample["sitting"] + ".arms.stop")
+        note.parent.mkdir(exist_ok=True)
+        note.write_text(json.dumps({"inv": "benchcell stops arm inv for this sitting: a note of the controller"}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+@needs_sandbox
+def test_under_xdist_a_worker_runs_no_trial_of_an_arm_the_controller_noted_as_stopped(pytester: pytest.Pytester) -> None:
+    """The workers read the controller's note before each trial: with stop_after_blocked far away, no
+    worker's own count stops the arm, and still only the arm's trials already running when the note
+    appeared run; the other arm runs all its trials."""
+    write_bench(pytester, "stop_after_blocked = 50")
+    (pytester.path / "conftest.py").write_text(CONFTEST + ARMS_NOTE)
+    result = sitting(pytester, "inv,fixed", "--bench-trials", "6", "-n", "2")
+    assert 1 <= len(samples(pytester, "inv")) <= 2
+    assert sorted(s["trial"] for s in samples(pytester, "fixed")) == list(range(1, 7))
+    result.stdout.fnmatch_lines(["SKIPPED [[]*] *benchcell stops arm inv for this sitting: a note of the controller"])
+    assert not list((pytester.path / ".benchcell-spool").glob("*.stop"))
+
+
 # --- samples an older plugin stored -------------------------------------------------------------------
 
 BLOCKED = {"program": "invctl", "call": "openat", "target": "/b/inv.toml", "error": "ENOENT", "ended": "exited with 1",
@@ -229,6 +257,35 @@ def test_a_stored_blocked_pass_counts_as_an_error_in_counts_and_reports(tmp_path
     ) in " ".join(report.notices)
     assert json.loads(render_json(report))["cells"][0]["harness_broke"] == [2]
     assert [line for line in store.samples_path(cell).read_text().splitlines() if '"sandbox_blocked"' in line][0].count('"pass"')  # never rewritten
+
+
+def test_fill_rescore_and_report_count_a_stored_blocked_pass_as_an_error(pytester: pytest.Pytester) -> None:
+    from sample_factory import of_bench
+
+    write_bench(pytester)
+    bench = pytester.path / "bench.toml"
+    stored = [
+        {**make_sample("fixed", "drills", trial=n, tier="read", model_kind="scripted", minutes=n),
+         "final_answer": "There are 3 drills in stock."} for n in (1, 2, 3)
+    ]  # fmt: skip
+    stored[1]["sandbox_blocked"] = [BLOCKED]  # stored `pass` by an older plugin
+    write_samples(pytester.path / "results", [of_bench(sample, bench) for sample in stored])
+    samples_file = pytester.path / "results" / "scripted" / "fixed" / "drills.jsonl"
+    before = samples_file.read_bytes()
+
+    fill = sitting(pytester, "fixed", "--bench-fill", "3", "--collect-only", "-q")
+    fill.stdout.fnmatch_lines(["bench.toml::fixed-drills-t4", "    scored samples of the current definition: 2 -> 2 (*"])
+    assert "fixed-drills-t5" not in fill.stdout.str()
+
+    rescore = pytester.runpytest("--bench-rescore", "--bench-scripted")
+    rescore.stdout.fnmatch_lines([
+        "    skipped fixed-drills-t2: the harness broke it (invctl could not open /b/inv.toml *), so it counts as an "
+        "error whatever its verdict",
+    ])  # fmt: skip
+    assert samples_file.read_bytes() == before  # nothing appended, nothing rewritten
+
+    report = pytester.runpytest("--bench-report", "--bench-scripted", "--bench-arm", "fixed")
+    report.stdout.fnmatch_lines(["*fixed \u00d7 drills: the harness broke 1 trial (#2), counted as errors, never for or against the arm*"])
 
 
 def test_an_index_of_the_row_format_before_the_flag_is_read_around_then_rebuilt(tmp_path: Path) -> None:
@@ -278,3 +335,45 @@ def test_stop_after_blocked_is_a_whole_number_of_trials_and_two_by_default(tmp_p
         with pytest.raises(BenchConfigError) as raised:
             load_bench(path)
         assert f"{path}: [bench] stop_after_blocked" in str(raised.value) and "a whole number >= 1" in str(raised.value)
+
+
+# --- the count behind an arm's stop -----------------------------------------------------------------
+
+
+def test_an_arm_stops_at_its_nth_broken_trial_whatever_came_between_and_other_arms_do_not() -> None:
+    from pytest_benchcell.arm_stops import ArmStops
+    from pytest_benchcell.harness_broke import causes
+
+    broken = causes({"status": "error", "sandbox_blocked": [BLOCKED]})
+    stops = ArmStops(after_blocked=2)
+    assert stops.record("cli", "cli-t-t1", broken) is None
+    assert stops.record("cli", "cli-t-t2", []) is None  # a trial it did not break: no count, no reset
+    assert stops.record("api", "api-t-t1", broken) is None  # another arm's count is its own
+    headline = stops.record("cli", "cli-t-t3", broken)
+    assert headline == (
+        "benchcell stops arm cli for this sitting: the harness broke 2 of its trials (cli-t-t1, cli-t-t3; [bench] "
+        "stop_after_blocked = 2): invctl could not open /b/inv.toml (the bench folder is hidden but for what the arm "
+        'declares) and exited with 1; declare [arms.cli] readable = ["inv.toml"]; the pre-flight catches this before '
+        'any model request with a command that needs it in [arms.cli] preflight = ["invctl count drills"]'
+    )
+    assert stops.reason("cli") == headline and stops.reason("api") is None
+    assert stops.record("cli", "cli-t-t4", broken) is None  # stopped once; a trial already running still counts
+    assert stops.message("cli", 2).startswith("arm cli stopped for this sitting: the harness broke 3 of its trials")
+    assert stops.message("cli", 2).endswith("; 2 of its planned trial(s) did not run (their numbers stay unused)")
+
+
+def test_a_failed_mcp_server_stops_its_arm_too() -> None:
+    from pytest_benchcell.arm_stops import ArmStops
+    from pytest_benchcell.harness_broke import causes
+
+    listed = {"status": "invalid", "reason": "", "mcp_failed": [{"server": "inventory", "error": "FileNotFoundError: mcp.toml"}]}
+    not_offered = {"status": "invalid", "reason": "MCP server 'inventory' was failed at the agent's first model request "
+                   "(the CLI waited up to 60000 ms, [bench] mcp_timeout_ms): its tools were not offered, so the trial "
+                   "does not measure the arm"}  # fmt: skip
+    assert [c["line"] for c in causes(listed)] == ["MCP server 'inventory' failed: FileNotFoundError: mcp.toml"]
+    assert [c["line"] for c in causes(not_offered)] == [not_offered["reason"]]
+    assert causes({"status": "invalid", "reason": "foreign tool call ran: curl"}) == []  # the agent's doing
+    stops = ArmStops()
+    stops.record("mcp", "mcp-t-t1", causes(listed))
+    assert "MCP server 'inventory' failed: FileNotFoundError" in (stops.record("mcp", "mcp-t-t2", causes(not_offered)) or "")
+    assert stops.reason("mcp").endswith("in [arms.mcp] preflight = [...]")
