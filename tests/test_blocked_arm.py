@@ -235,7 +235,7 @@ def stored_with_a_blocked_pass(root: Path):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("index", [True, False], ids=["index", "parsed"])
 def test_a_stored_blocked_pass_counts_as_an_error_in_counts_and_reports(tmp_path: Path, index: bool) -> None:
-    from pytest_benchcell.report import ReportSettings, build_report, render_json
+    from pytest_benchcell.report import ReportSettings, build_report, render_html, render_json, render_markdown
     from pytest_benchcell.sample import Definition
     from pytest_benchcell.store import Cell
 
@@ -256,6 +256,8 @@ def test_a_stored_blocked_pass_counts_as_an_error_in_counts_and_reports(tmp_path
         "sandbox kept the arm's own program from what it needs (invctl could not open /b/inv.toml"
     ) in " ".join(report.notices)
     assert json.loads(render_json(report))["cells"][0]["harness_broke"] == [2]
+    note = "the harness broke 1 trial (#2), counted as errors, never for or against the arm"
+    assert note in render_markdown(report) and note in render_html(report)
     assert [line for line in store.samples_path(cell).read_text().splitlines() if '"sandbox_blocked"' in line][0].count('"pass"')  # never rewritten
 
 
