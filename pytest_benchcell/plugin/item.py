@@ -158,19 +158,17 @@ class TrialItem(pytest.Item):
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
         self.user_properties.append((API_ERROR_PROPERTY, sample.get("api_error")))
         self.user_properties.append((UNMETERED_PROPERTY, unmetered(sample)))
+        from ..harness_broke import causes
+        from ..leftovers import printable
+
         if sample.get("sandbox_blocked"):
             from ..isolation.blocked import describe_record
-            from ..leftovers import printable
 
             lines = [printable(describe_record(entry)) for entry in sample["sandbox_blocked"]]
             self.user_properties.append((BLOCKED_PROPERTY, lines))
-        from ..harness_broke import causes
-
-        broke = causes(sample)
+        broke = [{key: printable(value) for key, value in cause.items()} for cause in causes(sample)]
         if broke:  # the sitting counts these per arm (arm_stops.py), also from xdist workers' reports
-            from ..leftovers import printable
-
-            self.user_properties.append((HARNESS_BROKE_PROPERTY, [{k: printable(v) for k, v in c.items()} for c in broke]))
+            self.user_properties.append((HARNESS_BROKE_PROPERTY, broke))
         worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
         if worker is not None:  # an xdist worker: the sample travels to the controller's store
             worker.record(self.nodeid, sample)

@@ -141,9 +141,8 @@ class SittingPlugin:
         stop = self.state.stop.record(name, status, properties.get(API_ERROR_PROPERTY), unmetered=unmetered)
         if stop is not None:
             self._stop(stop)
-        arm_stop = self.state.arm_stops.record(cell[0], name, properties.get(HARNESS_BROKE_PROPERTY) or ())
-        if arm_stop is not None:
-            self._stop_arm(cell[0], arm_stop)
+        if self.state.arm_stops.record(cell[0], name, properties.get(HARNESS_BROKE_PROPERTY) or ()) is not None:
+            self._stop_arm()
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
             result = outcome if status == STATUS_SCORED else status
@@ -164,9 +163,10 @@ class SittingPlugin:
         elif getattr(self, "session", None) is not None and not self.session.shouldstop:
             self.session.shouldstop = reason
 
-    def _stop_arm(self, arm: str, reason: str) -> None:
-        """The arm's remaining trials do not run (TrialItem.runtest skips them); the other arms go on.
-        The xdist controller also tells its workers on this machine, which read it before each trial."""
+    def _stop_arm(self) -> None:
+        """An arm was just stopped (arm_stops.ArmStops): its remaining trials do not run (TrialItem.runtest
+        skips them), the other arms go on. The xdist controller also tells its workers on this machine,
+        which read the stopped arms before each trial."""
         bridge = self.config.pluginmanager.get_plugin("benchcell-xdist")
         if bridge is not None:
             bridge.tell_workers_arm_stopped(self.state.arm_stops.stopped)

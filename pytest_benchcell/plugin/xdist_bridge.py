@@ -159,8 +159,8 @@ class _XdistBridge:
             path.parent.mkdir(parents=True, exist_ok=True)
             partial.write_text(arm_stops_text(stopped), encoding="utf-8")
             os.replace(partial, path)
-        except OSError:
-            pass  # a worker stops the arm by its own count of the trials it ran
+        except OSError:  # a worker stops the arm by its own count of the trials it ran
+            partial.unlink(missing_ok=True)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
