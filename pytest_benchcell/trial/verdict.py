@@ -11,8 +11,8 @@ from typing import Any
 from .. import checker, isolation
 from ..agent import AgentResult
 from ..config import Bench, Task
-from ..harness_broke import harness_broke, judge
 from ..environment import Environment, TrialInfo
+from ..harness_broke import harness_broke, judge
 from ..isolation.tool_audit import find_leaks
 from ..isolation.tool_offer import arm_not_offered
 from ..sample import OUTCOME_CONFUSED, OUTCOME_HUNG, OUTCOME_INCORRECT, OUTCOME_PASS, STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
@@ -31,7 +31,7 @@ def not_against_the_arm(sample: dict[str, Any]) -> None:
     if sample["status"] != STATUS_SCORED or not harness_broke(sample):
         return
     judge(sample)
-    _mark(sample, STATUS_ERROR, None, sample["reason"])
+    _mark(sample, STATUS_ERROR, None, sample["reason"])  # as every error: no final answer kept as the agent's
 
 
 def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:
