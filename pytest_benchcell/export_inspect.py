@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .harness_broke import judge
 from .inspect_messages import from_tool_calls, from_transcript, int_or_zero, utc_moment
 from .report.model import plural
 from .report.reading import newest, read_cell
@@ -196,7 +197,10 @@ def _full_samples(stores: Sequence[Store], cell: Cell) -> list[_Trial]:
                 continue
             roots.setdefault(sample_id, store.root)
             samples.append(sample)
-    return [_Trial(sample, roots[str(sample.get("id"))]) for sample in effective_samples(samples)]
+    trials = effective_samples(samples)
+    for sample in trials:
+        judge(sample)  # a trial the harness broke is an error here as in every report
+    return [_Trial(sample, roots[str(sample.get("id"))]) for sample in trials]
 
 
 # --- writing ------------------------------------------------------------------------------------

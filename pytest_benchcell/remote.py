@@ -114,6 +114,12 @@ def stop_file(bench_root: Path, sitting: str) -> Path:
     return bench_root / SPOOL_FOLDER / f"{sitting}.stop"
 
 
+def arm_stop_file(bench_root: Path, sitting: str) -> Path:
+    """Where the controller says which arms run no more trials (arm_stops.py), for its workers on this
+    machine to read before each trial: beside the spools, gone when the sitting ends."""
+    return bench_root / SPOOL_FOLDER / f"{sitting}.arms.stop"
+
+
 def gateway_label(gateway_id: str, spec: str) -> str:
     """'gw0 (popen//chdir=/far)': the gateway as the user wrote it (xdist adds its execmodel)."""
     words = [word for word in spec.split("//") if not word.startswith("execmodel=")]

@@ -9,7 +9,8 @@ rescore of a sample over its original verdict (sample.effective_samples, store.r
 A record is appended when the verdict or its differences changed, and also when the verdict stays
 the same but was computed under an older scoring definition: that record brings the sample up to
 date, so it counts again for the floor, fill and reports. Only checker verdicts (pass, incorrect)
-are re-scored: confused and hung are bounds, invalid and error were never scored.
+are re-scored: confused and hung are bounds, invalid and error were never scored, and a trial the
+harness broke (harness_broke.py) is an error whatever its verdict, so it is skipped with that said.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from . import __version__
 from .config import Bench
 from .environment import TrialInfo
+from .harness_broke import harness_broke, what_broke
 from .sample import (
     CHECKER_OUTCOMES,
     OUTCOME_INCORRECT,
@@ -110,6 +112,12 @@ def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, 
                     continue
                 if sample.get("outcome") not in CHECKER_OUTCOMES:
                     tally.skip(SKIP_BOUND)
+                    continue
+                if harness_broke(sample):  # an error whatever its verdict: a new one would change nothing
+                    tally.skipped.append(
+                        f"{cell.arm}-{cell.task}-t{sample.get('trial')}: the harness broke it ({what_broke(sample)[0]}), "
+                        "so it counts as an error whatever its verdict"
+                    )
                     continue
                 _rescore_one(bench, store, cell, definition, sample, hooks, Path(scratch), sitting, tally)
     return tally

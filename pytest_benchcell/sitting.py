@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .api_faults import CREDENTIAL_FIX, DEFAULT_STOP_AFTER_API_FAILURES, KIND_CREDENTIALS
+from .arm_stops import ArmStops
 from .config import Bench, BenchConfigError, did_you_mean
 from .names import NAME_RULE, name_problem
 from .sample import STATUS_ERROR, STATUS_INVALID, STATUS_SCORED, cost_equivalent
@@ -168,7 +169,8 @@ def summary_lines(
         if tally.blocked:
             trials = "1 trial" if tally.blocked == 1 else f"{tally.blocked} trials"
             lines.append(
-                f"    sandbox: in {trials} it kept the arm's own program from what it needs (never scored against the arm):"
+                f"    sandbox: in {trials} it kept the arm's own program from what it needs (errors, never counted "
+                "for or against the arm):"
             )
             lines += [f"        {line}" for line in tally.blocked_lines[:3]]
         if tally.stale_scoring:
@@ -304,4 +306,5 @@ class SittingState:
     sandbox: str = ""  # "on (bubblewrap ...)" or "off (why)": shown in the header
     tallies: dict[tuple[str, str], CellTally] = field(default_factory=dict)
     stop: SittingStop = field(default_factory=SittingStop)  # whether the sitting can still succeed
+    arm_stops: ArmStops = field(default_factory=ArmStops)  # arms whose trials the harness broke: stopped
     extra: dict[str, Any] = field(default_factory=dict)

@@ -3,7 +3,7 @@
 End to end, as a user meets them: the three benches of issue 24, each correct and passing without
 the sandbox's declarations (`readable`, `network`), are refused before any model request with the
 declaration to add named, and pass once it is added; a program that passes the pre-flight but fails
-on a hidden file mid-trial is recorded with `sandbox_blocked` and never scored against the arm.
+on a hidden file mid-trial is recorded with `sandbox_blocked` and never counted for or against the arm.
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ def test_the_judge_leaves_a_hidden_path_the_agents_command_names_to_the_agent(tm
     assert view.judge(asked) is None
 
 
-# --- the rule: a trial the sandbox broke is never scored against the arm ---------------------------
+# --- the rule: a trial the harness broke is never counted for or against the arm ----------------------
 
 BLOCKED = {"program": "tool", "call": "openat", "target": "/b/x.py", "error": "ENOENT", "ended": "exited with 1",
            "command": "tool x", "why": "the bench folder is hidden but for what the arm declares",
@@ -349,9 +349,9 @@ BLOCKED = {"program": "tool", "call": "openat", "target": "/b/x.py", "error": "E
 @pytest.mark.parametrize(
     ("status", "outcome", "after"),
     [("scored", "incorrect", ("error", None)), ("scored", "confused", ("error", None)), ("scored", "hung", ("error", None)),
-     ("scored", "pass", ("scored", "pass")), ("invalid", None, ("invalid", None)), ("error", None, ("error", None))],
+     ("scored", "pass", ("error", None)), ("invalid", None, ("invalid", None)), ("error", None, ("error", None))],
 )  # fmt: skip
-def test_only_a_trial_that_would_count_against_the_arm_becomes_an_error(status: str, outcome: str | None, after: tuple) -> None:
+def test_a_scored_trial_the_sandbox_broke_becomes_an_error_whatever_its_verdict(status: str, outcome: str | None, after: tuple) -> None:
     from pytest_benchcell.trial import not_against_the_arm
 
     sample = {"status": status, "outcome": outcome, "reason": "why", "sandbox_blocked": [BLOCKED]}
@@ -370,7 +370,24 @@ def test_the_error_says_what_the_sandbox_kept_and_what_the_trial_would_have_been
     assert sample["reason"] == (
         "sandbox: tool could not open /b/x.py (the bench folder is hidden but for what the arm declares) and exited "
         'with 1; declare [arms.a] readable = ["x.py"] (+1 more); the trial would have been incorrect: missing fact: '
-        "3 open, which the harness caused, so it is not scored against the arm"
+        "3 open, which the harness caused, so it is not counted for or against the arm"
+    )
+    passed = {"status": "scored", "outcome": "pass", "reason": "", "final_answer": "3 open", "sandbox_blocked": [BLOCKED]}
+    not_against_the_arm(passed)
+    assert passed["reason"].endswith("; the trial would have been pass, which the harness caused, so it is not counted "
+                                     "for or against the arm") and passed["final_answer"] == ""  # fmt: skip
+
+
+def test_a_trial_whose_mcp_server_failed_is_never_counted_either() -> None:
+    from pytest_benchcell.trial import not_against_the_arm
+
+    failed = {"server": "inventory", "error": "FileNotFoundError: mcp.toml"}
+    sample = {"status": "scored", "outcome": "pass", "reason": "", "mcp_failed": [failed]}
+    not_against_the_arm(sample)
+    assert (sample["status"], sample["outcome"]) == ("error", None)
+    assert sample["reason"] == (
+        "MCP: MCP server 'inventory' failed: FileNotFoundError: mcp.toml; the trial would have been pass, which the "
+        "harness caused, so it is not counted for or against the arm"
     )
 
 
@@ -621,20 +638,22 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
         f"sandbox: reports could not open {summary} (the bench folder is hidden but for what the arm declares) and "
         f'exited with 1; declare [arms.reports] readable = ["data/summary.txt"]; the trial would have been incorrect: '
     )
-    assert sample["reason"].endswith("which the harness caused, so it is not scored against the arm")
+    assert sample["reason"].endswith("which the harness caused, so it is not counted for or against the arm")
     result.stdout.fnmatch_lines(["ERROR bench.toml::reports-count-t1 - error: sandbox: reports could not open *"])
     result.stdout.fnmatch_lines([
         "reports x count: 1 recorded this sitting (0 passed, 0 failed, 0 invalid, 1 errors)",
-        "    sandbox: in 1 trial it kept the arm's own program from what it needs (never scored against the arm):",
+        "    sandbox: in 1 trial it kept the arm's own program from what it needs (errors, never counted for or against "
+        "the arm):",
         f"        reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited "
         'with 1; declare [arms.reports] readable = ["data/summary.txt"]',
     ])  # fmt: skip
     report = pytester.runpytest("--bench-report", "--bench-scripted", "--bench-arm", "reports", "--bench-report-json", "r.json")
     report.stdout.fnmatch_lines([
-        "*reports \u00d7 count: the sandbox kept the arm's own program from what it needs in 1 listed trial, never scored "
-        f"against the arm: reports could not open {summary}*",
+        "*reports \u00d7 count: the harness broke 1 trial (#1), counted as errors, never for or against the arm: the "
+        f"sandbox kept the arm's own program from what it needs (reports could not open {summary}*",
     ])  # fmt: skip
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["harness_broke"] == [1]
     assert cell["failures"][0]["sandbox_blocked"] == [
         f"reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited with 1; "
         'declare [arms.reports] readable = ["data/summary.txt"]'

@@ -18,6 +18,7 @@ from .model import (
     DEFAULT_MCP_TIMEOUT_MS,
     DEFAULT_READY_TIMEOUT_MS,
     DEFAULT_SANDBOX,
+    DEFAULT_STOP_AFTER_BLOCKED,
     DEFAULT_STORE,
     DEFAULT_TIERS,
     DEFAULT_TRIALS,
@@ -79,6 +80,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
         "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
         "comparisons", "smallest_effect", *SANDBOX_LIMIT_KEYS, "api_stall_ms", "stop_after_api_failures",
+        "stop_after_blocked",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -156,6 +158,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         }),
         api_stall_ms=bench.integer("api_stall_ms", DEFAULT_API_STALL_MS, minimum=MIN_API_STALL_MS),
         stop_after_api_failures=bench.integer("stop_after_api_failures", DEFAULT_STOP_AFTER_API_FAILURES),
+        stop_after_blocked=bench.integer("stop_after_blocked", DEFAULT_STOP_AFTER_BLOCKED),
         tool_identity=tool_identity,  # the module: what the arms' tools are on this machine
     )
 

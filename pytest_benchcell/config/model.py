@@ -29,6 +29,9 @@ DEFAULT_READY_TIMEOUT_MS = 60_000
 # costs nothing to a server that starts fast. At least 1 s: below, every server would miss it.
 DEFAULT_MCP_TIMEOUT_MS = 60_000
 MIN_MCP_TIMEOUT_MS = 1_000
+# Trials of an arm the harness broke (harness_broke.py) before the arm's other trials of the sitting are
+# not run: one block an agent can cause by itself (its command naming a hidden file through the arm's program).
+DEFAULT_STOP_AFTER_BLOCKED = 2
 # [bench.smallest_effect]: the smallest difference worth knowing about, per compared metric. Below
 # it, `--bench-fill decide` may conclude "no difference larger than this" and stop (allocation.py).
 # success: a difference of success rates (0.15 = 15 percentage points); tokens: a ratio of
@@ -179,6 +182,8 @@ class Bench:
     # a trial the API ended is recorded as the API's, never how an agent's trial is scored.
     api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long mid-request: the trial ends, error
     stop_after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES  # trials in a row the API ended: the sitting stops
+    # Nor is this: trials of an arm the harness broke, after which the arm's other trials of the sitting do not run.
+    stop_after_blocked: int = DEFAULT_STOP_AFTER_BLOCKED
     # What an arm's tools are on this machine (the module tool_identity: `arm_identities` for its
     # binaries, `server_files` for its MCP servers), given by parse_bench so this module stays pure.
     # None (a Bench built by hand): conditions without identities.

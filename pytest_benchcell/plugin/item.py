@@ -12,6 +12,7 @@ from .keys import (
     API_ERROR_PROPERTY,
     BLOCKED_PROPERTY,
     COST_PROPERTY,
+    HARNESS_BROKE_PROPERTY,
     PROGRESS_PROPERTY,
     REASON_PROPERTY,
     SITTING_KEY,
@@ -87,6 +88,9 @@ class TrialItem(pytest.Item):
                 pytrace=False,
             )
         started.add(key)
+        stopped = self._arm_stopped()
+        if stopped is not None:  # the harness broke enough of this arm's trials: it runs no more of them
+            pytest.skip(stopped)
         task = state.bench.tasks[self.planned.task]
         unusable = state.extra.setdefault("unusable_tasks", {}).get(task.id)
         if unusable is not None:
@@ -118,6 +122,15 @@ class TrialItem(pytest.Item):
         tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
         raise TRIAL_EXCEPTIONS[tag](printable(sample["reason"]), pytrace=False)  # it may quote what the agent made
 
+    def _arm_stopped(self) -> str | None:
+        """Why this trial's arm runs no more trials this sitting (arm_stops.py): by this process's own
+        count, or (an xdist worker) by the controller's, from the file it leaves on this machine."""
+        reason = self.config.stash[SITTING_KEY].arm_stops.reason(self.planned.arm)
+        worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
+        if reason is None and worker is not None:
+            reason = worker.arm_stop_requested(self.planned.arm)
+        return reason
+
     def _recorded(self, sample: dict[str, Any], *, task_unusable: str | None) -> None:
         """The stored sample's facts for the report, also when the trial was interrupted.
 
@@ -145,12 +158,17 @@ class TrialItem(pytest.Item):
         self.user_properties.append((REASON_PROPERTY, sample["reason"] or ""))
         self.user_properties.append((API_ERROR_PROPERTY, sample.get("api_error")))
         self.user_properties.append((UNMETERED_PROPERTY, unmetered(sample)))
+        from ..harness_broke import causes
+        from ..leftovers import printable
+
         if sample.get("sandbox_blocked"):
             from ..isolation.blocked import describe_record
-            from ..leftovers import printable
 
             lines = [printable(describe_record(entry)) for entry in sample["sandbox_blocked"]]
             self.user_properties.append((BLOCKED_PROPERTY, lines))
+        broke = [{key: printable(value) for key, value in cause.items()} for cause in causes(sample)]
+        if broke:  # the sitting counts these per arm (arm_stops.py), also from xdist workers' reports
+            self.user_properties.append((HARNESS_BROKE_PROPERTY, broke))
         worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
         if worker is not None:  # an xdist worker: the sample travels to the controller's store
             worker.record(self.nodeid, sample)

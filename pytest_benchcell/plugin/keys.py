@@ -22,4 +22,5 @@ REASON_PROPERTY = "benchcell_reason"
 BLOCKED_PROPERTY = "benchcell_sandbox_blocked"
 API_ERROR_PROPERTY = "benchcell_api_error"  # the sample's api_error: the model API ended the trial
 UNMETERED_PROPERTY = "benchcell_unmetered"  # replies came without usage
+HARNESS_BROKE_PROPERTY = "benchcell_harness_broke"  # what the harness broke in the trial (harness_broke.causes)
 WORKER_PLAN_KEY = "benchcell_plan"

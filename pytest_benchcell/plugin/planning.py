@@ -29,6 +29,7 @@ CREDENTIAL_HINT = (
 
 
 def _plan_sitting(config: pytest.Config) -> SittingState:
+    from ..arm_stops import ArmStops
     from ..sitting import CellTally, SittingState, SittingStop, new_sitting_id, plan_trials
     from ..store import Cell, StoreError
 
@@ -160,6 +161,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         target = option.bench_fill or bench.floor
         state.extra["nothing_left"] = f"nothing to do: every selected cell already has {target} scored samples"
     state.stop = SittingStop(after_api_failures=bench.stop_after_api_failures, budget=option.bench_budget is not None)
+    state.arm_stops = ArmStops(after_blocked=bench.stop_after_blocked)
     for cell in cells:
         tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])
         if cell in counts:

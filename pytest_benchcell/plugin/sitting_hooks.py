@@ -13,6 +13,7 @@ from .keys import (
     API_ERROR_PROPERTY,
     BLOCKED_PROPERTY,
     COST_PROPERTY,
+    HARNESS_BROKE_PROPERTY,
     PROGRESS_PROPERTY,
     REASON_PROPERTY,
     STATUS_INVALID,
@@ -140,6 +141,8 @@ class SittingPlugin:
         stop = self.state.stop.record(name, status, properties.get(API_ERROR_PROPERTY), unmetered=unmetered)
         if stop is not None:
             self._stop(stop)
+        if self.state.arm_stops.record(cell[0], name, properties.get(HARNESS_BROKE_PROPERTY) or ()) is not None:
+            self._stop_arm()
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.option.verbose > 0 and not hasattr(self.config, "workerinput"):
             result = outcome if status == STATUS_SCORED else status
@@ -159,6 +162,24 @@ class SittingPlugin:
                 bridge.tell_workers_to_stop(reason)
         elif getattr(self, "session", None) is not None and not self.session.shouldstop:
             self.session.shouldstop = reason
+
+    def _stop_arm(self) -> None:
+        """An arm was just stopped (arm_stops.ArmStops): its remaining trials do not run (TrialItem.runtest
+        skips them), the other arms go on. The xdist controller also tells its workers on this machine,
+        which read the stopped arms before each trial."""
+        bridge = self.config.pluginmanager.get_plugin("benchcell-xdist")
+        if bridge is not None:
+            bridge.tell_workers_arm_stopped(self.state.arm_stops.stopped)
+
+    def _arm_stop_messages(self) -> list[str]:
+        """One message per arm stopped this sitting (arm_stops.py), with how many of its trials did not run."""
+        state = self.state
+        messages = []
+        for arm in state.arm_stops.stopped:
+            planned = sum(1 for trial in state.trials if trial.arm == arm)
+            recorded = sum(tally.recorded for (tally_arm, _), tally in state.tallies.items() if tally_arm == arm)
+            messages.append(state.arm_stops.message(arm, max(0, planned - recorded)))
+        return messages
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         from ..sitting import STOP_PREFIX, stop_line, summary_lines
@@ -200,8 +221,12 @@ class SittingPlugin:
             undecided = sum(not c.decided for c in after)
             lines[-1:-1] = [f"comparisons after this sitting ({undecided} of {len(after)} undecided; the report reads the same):",
                             *(f"    {c.describe()}" for c in after)]  # fmt: skip
+        arm_stops = self._arm_stop_messages() if state.reserved else []
+        lines[:0] = arm_stops
         for line in lines:
             terminalreporter.write_line(line)
+        for message in arm_stops:  # the headline, as pytest writes the one of a stopped session
+            terminalreporter.write_sep("!", message, red=True)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -209,6 +234,11 @@ class SittingPlugin:
         nothing_planned = not self.state.extra["planned"] and bool(self.state.extra.get("nothing_left"))
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and nothing_planned:
             session.exitstatus = pytest.ExitCode.OK
+        # An arm stopped for the rest of the sitting: the sitting did not do what it was asked, as when
+        # the whole sitting stops (exit status 2), though the other arms' trials ran.
+        stopped_arm = bool(self.state.arm_stops.stopped) and not hasattr(self.config, "workerinput")
+        if stopped_arm and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -28,7 +28,7 @@ class _XdistBridge:
 
     def pytest_configure_node(self, node: Any) -> None:
         from ..gateway_check import identity
-        from ..remote import Receiver, bench_reference, cell_definitions, stop_file
+        from ..remote import Receiver, arm_stop_file, bench_reference, cell_definitions, stop_file
 
         state = self.state
         if self.receiver is None:  # the first worker: the receiver and the plan, made once for all of them
@@ -47,6 +47,7 @@ class _XdistBridge:
                 ),
                 "store": str(state.store.root.resolve()),
                 "stop_file": str(stop_file(state.bench.root, state.sitting_id).resolve()),
+                "arm_stop_file": str(arm_stop_file(state.bench.root, state.sitting_id).resolve()),
                 "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
                 "identity": identity(state.bench.root),  # a worker runs nothing on another plugin or commit
             }
@@ -144,13 +145,31 @@ class _XdistBridge:
         except OSError:
             pass  # the workers stop after the trials already handed to them
 
+    def tell_workers_arm_stopped(self, stopped: dict[str, str]) -> None:
+        """Workers on this machine read which arms are stopped before each trial (remote.arm_stop_file);
+        written whole under another name, then renamed, so a worker never reads half of it."""
+        import os
+
+        from ..arm_stops import arm_stops_text
+        from ..remote import arm_stop_file
+
+        path = arm_stop_file(self.state.bench.root, self.state.sitting_id)
+        partial = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_text(arm_stops_text(stopped), encoding="utf-8")
+            os.replace(partial, path)
+        except OSError:  # a worker stops the arm by its own count of the trials it ran
+            partial.unlink(missing_ok=True)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Spools on this machine whose samples are all stored go; any other is named with the merge
         that takes it in."""
-        from ..remote import gateway_label, remove_settled_spool, stop_file
+        from ..remote import arm_stop_file, gateway_label, remove_settled_spool, stop_file
 
         stop_file(self.state.bench.root, self.state.sitting_id).unlink(missing_ok=True)
+        arm_stop_file(self.state.bench.root, self.state.sitting_id).unlink(missing_ok=True)
         if self.receiver is None:
             return
         notes = self.state.extra.setdefault("notes", [])
@@ -196,6 +215,16 @@ class _XdistWorker:
         path = self.config.workerinput[WORKER_PLAN_KEY].get("stop_file")  # type: ignore[attr-defined]
         try:
             return Path(path).read_text(encoding="utf-8") or "stopped" if path else None
+        except OSError:
+            return None
+
+    def arm_stop_requested(self, arm: str) -> str | None:
+        """Why the controller stopped this arm (arm_stops.py), when its file is in sight (this machine)."""
+        from ..arm_stops import arm_stops_read
+
+        path = self.config.workerinput[WORKER_PLAN_KEY].get("arm_stop_file")  # type: ignore[attr-defined]
+        try:
+            return arm_stops_read(Path(path).read_text(encoding="utf-8")).get(arm) if path else None
         except OSError:
             return None
 

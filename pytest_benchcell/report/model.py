@@ -195,6 +195,8 @@ class CellSummary:
     # Its trials that did not pass, newest FAILURES_PER_CELL of them in trial order; the rest are counted.
     failures: list[FailedTrial] = field(default_factory=list)
     failures_left_out: int = 0
+    # The numbers of its trials the harness broke (harness_broke.py): errors, never counted for or against the arm.
+    harness_broke: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -128,8 +128,9 @@ class _Group:
     """
 
     def __init__(
-        self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float], failures: Sequence[_Failure] = ()
-    ) -> None:
+        self, fingerprint: str, rows: Sequence[_Row], weights: Sequence[float], failures: Sequence[_Failure] = (),
+        broken: Sequence[int] = (),
+    ) -> None:  # fmt: skip
         columns = list(zip(*rows))
         seen = columns[_SEEN]
         statuses = Counter(columns[_STATUS])
@@ -172,6 +173,7 @@ class _Group:
         newest_first = sorted(failures, key=lambda failure: failure[:3], reverse=True)
         self.failures = sorted(newest_first[:FAILURES_PER_CELL], key=lambda failure: (failure[1], failure[0]))
         self.failures_left_out = len(failures) - len(self.failures)
+        self.harness_broke = sorted(broken)  # trial numbers: every one, listed or not
 
     def summary(self, used: bool) -> FingerprintGroup:
         return FingerprintGroup(
@@ -198,13 +200,16 @@ def read_cell(
     """
     by_fingerprint: dict[str, list[_Row]] = {}
     failures: dict[str, list[_Failure]] = {}
+    broken: dict[str, list[int]] = {}  # trials the harness broke (the reader judged them errors)
     for sample in store.iter_summaries(problems, cells=[cell], definitions=definitions):
         fingerprint, row = _reduce(sample)
         by_fingerprint.setdefault(fingerprint, []).append(row)
         if row[_OUTCOME] != OUTCOME_PASS or row[_STATUS] != STATUS_SCORED:
             failures.setdefault(fingerprint, []).append(_failure(sample))
+        if sample.get("harness_broke"):
+            broken.setdefault(fingerprint, []).append(sample["trial"] if type(sample["trial"]) is int else 0)
     return {
-        fingerprint: _Group(fingerprint, rows, weights, failures.get(fingerprint, ()))
+        fingerprint: _Group(fingerprint, rows, weights, failures.get(fingerprint, ()), broken.get(fingerprint, ()))
         for fingerprint, rows in by_fingerprint.items()
     }
 
@@ -308,6 +313,7 @@ def summarize_cell(
         models=used.models,
         failures=_failed_trials(used.failures),
         failures_left_out=used.failures_left_out,
+        harness_broke=used.harness_broke,
     )
 
 

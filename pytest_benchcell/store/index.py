@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..harness_broke import harness_broke
 from ..sample import TOKEN_COMPONENTS, conditions_of, scoring_of
 from .layout import DUPLICATE, Cell, Problem
 from .lines import decode, tail
@@ -40,14 +41,16 @@ from .lines import decode, tail
 # are encoded the same way (_row_of), so an answer never depends on the index.
 # The tag names the row format: rows of another tag are not rows (their samples are parsed), and an
 # index written in an older format is rebuilt whole at the cell's next append (appending.append_index).
-_ROW_TAG = "b4"
+# `broke` is "1" when the harness broke the trial (harness_broke.py): the row keeps the stored verdict,
+# and readers judge it (store/reading.effective), as they would the sample itself.
+_ROW_TAG = "b5"
 _ROW_FIELDS = (
-    "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "rescore_of",
+    "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "rescore_of", "broke",
     "tokens", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "trial", "sitting",
     "host", "gateway",
 )  # fmt: skip
-(F_TAG, F_ID, F_START, F_END, F_CRC, F_STATUS, F_CONDITIONS, F_SCORING, F_OUTCOME, F_RESCORE_OF,
- F_REST) = range(11)  # fmt: skip
+(F_TAG, F_ID, F_START, F_END, F_CRC, F_STATUS, F_CONDITIONS, F_SCORING, F_OUTCOME, F_RESCORE_OF, F_BROKE,
+ F_REST) = range(12)  # fmt: skip
 # A row is kept split only as far as counting needs (F_REST holds the rest, split for reports).
 (R_TOKENS, R_TURNS, R_DURATION, R_COST, R_MODEL, R_TIER, R_BONUS, R_STARTED, R_TRIAL, R_SITTING, R_HOST,
  R_GATEWAY) = range(12)  # fmt: skip
@@ -105,7 +108,8 @@ def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
     """One index row (without its own checksum): what counting and reports need of a sample."""
     fields = (
         _ROW_TAG, sample.get("id"), start, end, f"{crc:08x}", sample.get("status"), conditions_of(sample),
-        scoring_of(sample), sample.get("outcome"), sample.get("rescore_of"), _tokens_text(sample), sample.get("turns"),
+        scoring_of(sample), sample.get("outcome"), sample.get("rescore_of"), "1" if harness_broke(sample) else "",
+        _tokens_text(sample), sample.get("turns"),
         agent_ms(sample), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
         "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
         sample.get("trial"), sample.get("sitting"), *_where(sample),
@@ -231,6 +235,8 @@ def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -
     }
     if fields[F_RESCORE_OF]:
         summary["rescore_of"] = fields[F_RESCORE_OF]
+    if fields[F_BROKE]:
+        summary["harness_broke"] = True
     return summary
 
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sample import CHECKER_OUTCOMES, STATUS_RESCORE, STATUS_SCORED, Definition, effective_samples
-from .index import F_CONDITIONS, F_END, F_ID, F_OUTCOME, F_RESCORE_OF, F_SCORING, F_START, F_STATUS, IndexReader, summary_of
+from ..harness_broke import judge
+from ..sample import CHECKER_OUTCOMES, STATUS_ERROR, STATUS_RESCORE, STATUS_SCORED, Definition, effective_samples
+from .index import F_BROKE, F_CONDITIONS, F_END, F_ID, F_OUTCOME, F_RESCORE_OF, F_SCORING, F_START, F_STATUS, IndexReader, summary_of
 from .layout import DUPLICATE, Cell, Layout, Problem
 
 
@@ -40,22 +41,32 @@ STALE_PREFIX = "stale-scoring:"  # a report pool key for samples judged by an ol
 
 
 def effective(rows: Sequence[list[str]]) -> Sequence[list[str]] | Iterator[list[str]]:
-    """The trial rows of a cell with the latest rescore of each applied (outcome and scoring)."""
+    """The trial rows of a cell as their verdicts stand: the latest rescore of each applied (outcome
+    and scoring), and a scored trial the harness broke (the row's `broke` flag) an `error` whatever
+    its verdict or rescore (harness_broke.py: the rule a live trial follows, applied to what an
+    older plugin stored as scored)."""
     latest: dict[str, tuple[str, str]] = {}
+    broke = False
     for fields in rows:
         if fields[F_STATUS] == STATUS_RESCORE:
             latest[fields[F_RESCORE_OF]] = (fields[F_OUTCOME], fields[F_SCORING])
-    return _overridden(rows, latest) if latest else rows
+        elif fields[F_BROKE] and fields[F_STATUS] == STATUS_SCORED:
+            broke = True
+    return _overridden(rows, latest) if latest or broke else rows
 
 
 def _overridden(rows: Sequence[list[str]], latest: Mapping[str, tuple[str, str]]) -> Iterator[list[str]]:
     for fields in rows:
         if fields[F_STATUS] == STATUS_RESCORE:
             continue
-        override = latest.get(fields[F_ID])
-        if override is not None:
+        if fields[F_BROKE] and fields[F_STATUS] == STATUS_SCORED:
             fields = list(fields)
-            fields[F_OUTCOME], fields[F_SCORING] = override
+            fields[F_STATUS], fields[F_OUTCOME] = STATUS_ERROR, ""
+        else:
+            override = latest.get(fields[F_ID])
+            if override is not None:
+                fields = list(fields)
+                fields[F_OUTCOME], fields[F_SCORING] = override
         yield fields
 
 
@@ -138,8 +149,9 @@ def _lines_of(
 
 def samples_at(wanted: Iterable[tuple[Sequence[SampleLine], str]]) -> list[dict[str, Any] | None]:
     """The full samples some summaries describe ((their `lines`, their id) each), read by byte range
-    with the latest rescore applied; None for one whose bytes are no longer that sample (the store
-    was edited since). Each samples file is opened once."""
+    with the latest rescore applied and judged as their summaries are (harness_broke.judge); None for
+    one whose bytes are no longer that sample (the store was edited since). Each samples file is
+    opened once."""
     found: list[dict[str, Any] | None] = []
     with contextlib.ExitStack() as stack:
         handles: dict[Path, Any] = {}
@@ -160,7 +172,10 @@ def samples_at(wanted: Iterable[tuple[Sequence[SampleLine], str]]) -> list[dict[
                 bool(parsed) and all(isinstance(value, dict) for value in parsed) and parsed[0].get("id") == sample_id
                 and all(value.get("rescore_of") == sample_id for value in parsed[1:])
             )  # fmt: skip
-            found.append(effective_samples(parsed)[0] if matches else None)
+            sample = effective_samples(parsed)[0] if matches else None
+            if sample is not None:
+                judge(sample)  # as its summary was judged: a trial the harness broke is an error
+            found.append(sample)
     return found
 
 

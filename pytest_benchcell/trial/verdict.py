@@ -1,6 +1,6 @@
 """A finished trial judged: invalid (tools not offered, a foreign tool ran), the API's error, hung,
 confused, or the checker's differences (`differences_for`, shared with --bench-rescore); a trial the
-sandbox broke never scored against the arm; a task's changes checked before the agent starts."""
+harness broke never counted for or against the arm; a task's changes checked before the agent starts."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .. import checker, isolation
 from ..agent import AgentResult
 from ..config import Bench, Task
 from ..environment import Environment, TrialInfo
+from ..harness_broke import harness_broke, judge
 from ..isolation.tool_audit import find_leaks
 from ..isolation.tool_offer import arm_not_offered
 from ..sample import OUTCOME_CONFUSED, OUTCOME_HUNG, OUTCOME_INCORRECT, OUTCOME_PASS, STATUS_ERROR, STATUS_INVALID, STATUS_SCORED
@@ -23,22 +24,14 @@ STATE_LIMIT = 256 * 1024  # characters of JSON per stored state snapshot (kept f
 
 
 def not_against_the_arm(sample: dict[str, Any]) -> None:
-    """A trial the sandbox broke is never scored against the arm: when one of the arm's own programs
-    failed because the sandbox hid a file it needs or refused an endpoint of the bench's environment
-    (`sandbox_blocked`), a trial that would count as incorrect, confused or hung is an `error`. A pass
-    stays a pass (the block did not cost the arm), and invalid stays invalid."""
-    blocked = sample.get("sandbox_blocked") or []
-    if not blocked or sample["status"] != STATUS_SCORED or sample["outcome"] == OUTCOME_PASS:
+    """A trial the harness broke is never counted for or against the arm (harness_broke.py): when one
+    of the arm's own programs failed because the sandbox hid a file it needs or refused an endpoint of
+    the bench's environment (`sandbox_blocked`), or its MCP server failed, a scored trial is an
+    `error` whatever its verdict, a pass included; invalid stays invalid."""
+    if sample["status"] != STATUS_SCORED or not harness_broke(sample):
         return
-    from ..isolation.blocked import describe_record
-
-    more = f" (+{len(blocked) - 1} more)" if len(blocked) > 1 else ""
-    was = f"{sample['outcome']}: {sample['reason']}" if sample["reason"] else str(sample["outcome"])
-    _mark(
-        sample, STATUS_ERROR, None,
-        f"sandbox: {describe_record(blocked[0])}{more}; the trial would have been {was}, which the harness "
-        f"caused, so it is not scored against the arm",
-    )  # fmt: skip
+    judge(sample)
+    _mark(sample, STATUS_ERROR, None, sample["reason"])  # as every error: no final answer kept as the agent's
 
 
 def check_changes(bench: Bench, task: Task, ground_truth: Any) -> None:

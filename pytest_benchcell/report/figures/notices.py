@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...store import STALE_PREFIX
-from ..model import Provenance, Report, names_in_prose, plural
+from ..model import CellSummary, Provenance, Report, names_in_prose, plural
 from .context import _Context, _every_headline_arm, _headline_arms
 from .headline import MIN_TASKS
 
@@ -131,10 +131,20 @@ def _notices(report: Report, context: _Context) -> list[str]:
     if len(report.store.stores) > 1:
         notes.append(f"Read {len(report.store.stores)} stores as one, each sample id once: {', '.join(report.store.stores)}.")
     for cell in [*report.cells, *report.bonus.cells]:
-        broken = [failure for failure in cell.failures if failure.sandbox_blocked]
-        if broken:
-            notes.append(
-                f"{cell.arm} \u00d7 {cell.task}: the sandbox kept the arm's own program from what it needs in "
-                f"{plural(len(broken), 'listed trial')}, never scored against the arm: {broken[0].sandbox_blocked[0]}."
-            )
+        if cell.harness_broke:
+            notes.append(harness_broke_notice(cell))
     return notes
+
+
+def harness_broke_notice(cell: CellSummary) -> str:
+    """The note naming every trial of a cell the harness broke, with what it kept where a listed trial says."""
+    numbers = [f"#{number}" if number else "#?" for number in cell.harness_broke]
+    kept = next((failure.sandbox_blocked[0] for failure in cell.failures if failure.sandbox_blocked), None)
+    what = (
+        f": the sandbox kept the arm's own program from what it needs ({kept})" if kept
+        else ": the sandbox kept the arm's own program from what it needs, or its MCP server failed"
+    )  # fmt: skip
+    return (
+        f"{cell.arm} \u00d7 {cell.task}: the harness broke {plural(len(numbers), 'trial')} ({', '.join(numbers)}), "
+        f"counted as errors, never for or against the arm{what}."
+    )

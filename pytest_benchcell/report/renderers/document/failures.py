@@ -85,7 +85,7 @@ def _failure_blocks(report: Report, *, detail: bool) -> list[Block]:
             blocks.append(
                 Text(
                     f"In {plural(broken, 'of these trials', 'of these trials')} the sandbox kept the arm's own program "
-                    f"from what it needs (never scored against the arm): {'; '.join(blocked[:3])}."
+                    f"from what it needs (errors, never counted for or against the arm): {'; '.join(blocked[:3])}."
                 )
             )
         if cell.failures_left_out:
