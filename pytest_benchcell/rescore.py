@@ -80,6 +80,7 @@ SKIP_BOUND = "confused or hung: a bound, not a checker verdict"
 SKIP_TASK_GONE = "of a task no longer in the bench file"
 SKIP_NO_STATE = "without a stored state snapshot"
 SKIP_CHECKER_FAILED = "the checker could not judge"
+SKIP_HARNESS_BROKE = "the harness broke: an error whatever its verdict"
 
 
 def samples_elsewhere(store: Store, cells: list[Cell], flag: str) -> list[str]:
@@ -110,14 +111,15 @@ def rescore_cells(bench: Bench, store: Store, cells: list[Cell], hooks: Any, *, 
                 if status != STATUS_SCORED:
                     tally.skip(SKIP_STATUS.get(str(status), f"{status}: never scored"))
                     continue
+                if harness_broke(sample):  # an error whatever its verdict: a new one would change nothing
+                    tally.skip(
+                        SKIP_HARNESS_BROKE,
+                        line=f"{cell.arm}-{cell.task}-t{sample.get('trial')}: the harness broke it ({what_broke(sample)[0]}), "
+                        "so it counts as an error whatever its verdict",
+                    )
+                    continue
                 if sample.get("outcome") not in CHECKER_OUTCOMES:
                     tally.skip(SKIP_BOUND)
-                    continue
-                if harness_broke(sample):  # an error whatever its verdict: a new one would change nothing
-                    tally.skipped.append(
-                        f"{cell.arm}-{cell.task}-t{sample.get('trial')}: the harness broke it ({what_broke(sample)[0]}), "
-                        "so it counts as an error whatever its verdict"
-                    )
                     continue
                 _rescore_one(bench, store, cell, definition, sample, hooks, Path(scratch), sitting, tally)
     return tally

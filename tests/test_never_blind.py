@@ -417,7 +417,7 @@ def test_a_trial_whose_cli_cannot_import_its_package_records_the_block_with_its_
         "it said: ModuleNotFoundError: No module named 'shop') and exited with 1; declare [arms.shopq] readable = [\"shop\"]"
     )
     result.stdout.fnmatch_lines([
-        "    sandbox: in 1 trial it kept the arm's own program from what it needs (never scored against the arm):",
+        "    sandbox: in 1 trial it kept the arm's own program from what it needs (errors, never counted for or against the arm):",
         f"        shopq could not find {pytester.path}/shop (*it said: ModuleNotFoundError: No module named 'shop')*",
     ])  # fmt: skip
 
