@@ -45,6 +45,8 @@ from .isolation import exec_audit
 from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
 from .isolation.hygiene import removed_variables
 from .leftovers import printable
+from .preflight_mcp import McpFailure, check_servers, mcp_refusal
+from .secrets import secret_values
 from .trial import HarnessError, provisioned
 
 __all__ = ["Check", "Broken", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
@@ -162,25 +164,44 @@ class Preflight:
     arms: list[str] = field(default_factory=list)  # the arms whose programs ran
     checks: int = 0
     seconds: float = 0.0
+    mcp_failures: list[McpFailure] = field(default_factory=list)  # MCP servers that would leave an arm without its tools
+    mcp_arms: list[str] = field(default_factory=list)  # the arms whose MCP servers were started
+    mcp_servers: int = 0
+
+    @property
+    def refused(self) -> bool:
+        """Whether the sitting must not start: a check the sandbox broke, or an MCP server that fails."""
+        return bool(self.broken or self.mcp_failures)
 
     def refusal(self, bench: Bench) -> str:
-        """The UsageError's text: one message per broken check."""
-        count = len(self.broken)
-        verb = "s" if count == 1 else ""
-        head = (
-            f"benchcell pre-flight: {_plural(count, 'check')} of the selected arms work{verb} outside the sandbox and "
-            f"fail{verb} inside it, so every trial would measure the sandbox, not the arm (nothing was reserved, no "
-            f"model request was made); declare what the arms need in {bench.path}:"
-        )
-        return "\n".join([head, *(broken.message() for broken in self.broken)])
+        """The UsageError's text: one message per broken check, then one per failing MCP server."""
+        parts = []
+        if self.broken:
+            count = len(self.broken)
+            verb = "s" if count == 1 else ""
+            head = (
+                f"benchcell pre-flight: {_plural(count, 'check')} of the selected arms work{verb} outside the sandbox and "
+                f"fail{verb} inside it, so every trial would measure the sandbox, not the arm (nothing was reserved, no "
+                f"model request was made); declare what the arms need in {bench.path}:"
+            )
+            parts += [head, *(broken.message() for broken in self.broken)]
+        if self.mcp_failures:
+            parts.append(mcp_refusal(bench, self.mcp_failures))
+        return "\n".join(parts)
 
     def summary(self) -> str:
-        if not self.arms:
-            return ""
-        return (
-            f"pre-flight: {_plural(self.checks, 'check')} of {_plural(len(self.arms), 'arm')} ran in the sandbox "
-            f"as in a trial and work there ({self.seconds:.2f} s)"
-        )
+        parts = []
+        if self.arms:
+            parts.append(
+                f"{_plural(self.checks, 'check')} of {_plural(len(self.arms), 'arm')} ran in the sandbox as in a trial "
+                f"and work there"
+            )
+        if self.mcp_arms:
+            parts.append(
+                f"{_plural(self.mcp_servers, 'MCP server')} of {_plural(len(self.mcp_arms), 'arm')} started as in a trial "
+                f"and offer{'s' if self.mcp_servers == 1 else ''} the arm's tools"
+            )
+        return f"pre-flight: {'; '.join(parts)} ({self.seconds:.2f} s)" if parts else ""
 
 
 def _plural(count: int, word: str) -> str:
@@ -206,13 +227,12 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
     found = Preflight()
     for name, task in arms.items():
         arm = bench.arms[name]
-        if "Bash" not in arm.tools or not sandbox_state(bench, arm).available:
-            continue
-        if not checks_for_binaries(arm) and not arm.env:
+        programs = "Bash" in arm.tools and sandbox_state(bench, arm).available and bool(checks_for_binaries(arm) or arm.env)
+        if not programs and not arm.mcp_servers:
             continue
         try:
             with provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks) as (info, environment, folder, values):
-                _check_arm(bench, arm, task, info, environment, folder, values, cli, found)
+                _check_arm(bench, arm, task, info, environment, folder, values, cli, found, programs=programs)
         except (HarnessError, ConfinementError) as exc:
             found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
     found.seconds = time.monotonic() - started
@@ -221,11 +241,19 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
 
 def _check_arm(
     bench: Bench, arm: Arm, task: str, info: Any, environment: Any, folder: Path, values: Mapping[str, str], cli: str,
-    found: Preflight,
+    found: Preflight, *, programs: bool = True,
 ) -> None:  # fmt: skip
     where = f"{bench.path}: [arms.{arm.name}] preflight"
     confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False, untraced=True)
     try:
+        if arm.mcp_servers:  # outside the sandbox, as the CLI starts them: the same environment serves both checks
+            found.mcp_failures += check_servers(
+                bench, arm, values, confined.env, info.agent_cwd, folder, secret_values(bench, arm, environment)
+            )
+            found.mcp_arms.append(arm.name)
+            found.mcp_servers += len(arm.mcp_servers)
+        if not programs:
+            return
         checks = [
             Check(check.label, tuple(fill_placeholders(command, values, where=where) for command in check.commands))
             for check in checks_for_binaries(arm)

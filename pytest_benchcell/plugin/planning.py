@@ -195,7 +195,7 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
         found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
     except BenchConfigError as exc:  # a placeholder of a preflight command the environment does not supply
         raise pytest.UsageError(str(exc)) from None
-    if found.broken:
+    if found.refused:
         raise pytest.UsageError(found.refusal(bench))
     return [line for line in (found.summary(), *found.notes) if line]
 
