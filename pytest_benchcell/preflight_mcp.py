@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,11 +81,11 @@ def check_servers(
     for server in arm.mcp_servers:
         config = configs[server.name]
         env = passed_on_environment(cli_env, config["env"])
-        started = time.monotonic()
-        outcome = anyio.run(_ask_for_tools, config, env, cwd, bench.mcp_timeout_ms / 1000)
-        seconds = time.monotonic() - started
+        outcome = anyio.run(
+            _ask_for_tools, config, env, cwd, bench.mcp_timeout_ms / 1000, lambda name=server.name: server_ends(folder, [name])[name].status
+        )
         end = server_ends(folder, [server.name])[server.name]
-        failure = _judge(bench, arm, server.name, server.tools, command_line(config), outcome, end, seconds, cwd)
+        failure = _judge(bench, arm, server.name, server.tools, command_line(config), outcome, end, cwd)
         if failure is not None:
             failure.stderr = redact({"stderr": failure.stderr}, secrets)["stderr"]
             failures.append(failure)
@@ -98,44 +98,61 @@ class _Outcome:
     tools: tuple[str, ...] = ()
     timed_out: bool = False
     error: str = ""  # what the client raised, when it was not the timeout
+    exited: int | None = None  # the server's exit status, when it ended by itself before answering
+    seconds: float = 0.0  # from its start to the answer, or to the failure
 
 
-async def _ask_for_tools(config: Mapping[str, Any], env: Mapping[str, str], cwd: Path, timeout_s: float) -> _Outcome:
+EXIT_GRACE_S = 0.5  # after the connection closed: how long the supervisor may take to record the exit
+
+
+async def _ask_for_tools(
+    config: Mapping[str, Any], env: Mapping[str, str], cwd: Path, timeout_s: float, exit_status: Callable[[], int | None]
+) -> _Outcome:
     import anyio
-    from mcp import ClientSession
+    from mcp import ClientSession, types
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     outcome = _Outcome("initialize")
     parameters = StdioServerParameters(command=config["command"], args=list(config["args"]), env=dict(env), cwd=cwd)
+    started = time.monotonic()
     with open(os.devnull, "w") as quiet, anyio.move_on_after(timeout_s) as scope:
         try:
             async with stdio_client(parameters, errlog=quiet) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                outcome.stage = "tools/list"
-                tools: list[str] = []
-                cursor = None
-                while True:
-                    page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-                    tools += [tool.name for tool in page.tools]
-                    cursor = page.nextCursor
-                    if not cursor:
-                        break
-                outcome.tools = tuple(tools)
-                outcome.stage = "done"
-        except Exception as exc:  # noqa: BLE001 - the connection closed, the server sent garbage: judged below
-            outcome.error = f"{type(exc).__name__}: {exc}".strip()
+                try:
+                    await session.initialize()
+                    outcome.stage = "tools/list"
+                    tools: list[str] = []
+                    cursor = None
+                    while True:
+                        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                        tools += [tool.name for tool in page.tools]
+                        cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
+                        if not cursor:
+                            break
+                    outcome.tools = tuple(tools)
+                    outcome.stage = "done"
+                except Exception as exc:  # noqa: BLE001 - the connection closed, the server sent garbage: judged later
+                    outcome.seconds = time.monotonic() - started
+                    outcome.error = f"{type(exc).__name__}: {exc}"
+                    # Whether the server ended by itself: asked before the client stops it on the way out.
+                    with anyio.move_on_after(EXIT_GRACE_S):
+                        while (status := exit_status()) is None:
+                            await anyio.sleep(0.02)
+                        outcome.exited = status
+        except Exception as exc:  # noqa: BLE001 - the same, raised from the client's task group
+            outcome.error = outcome.error or f"{type(exc).__name__}: {exc}"
     outcome.timed_out = scope.cancelled_caught
     return outcome
 
 
 def _judge(
     bench: Bench, arm: Arm, name: str, declared: Sequence[str], command: Sequence[str], outcome: _Outcome, end: Any,
-    seconds: float, cwd: Path,
+    cwd: Path,
 ) -> McpFailure | None:  # fmt: skip
     table = f"[arms.{arm.name}.mcp_servers.{name}]"
     start_it = (
-        f"make `{shlex.join(command)}` start in an empty working folder (a trial's, like {cwd}) with the variables of "
-        f"{table} (its `command`, `args` and `env` in {bench.path}); a file of the bench is named with {{bench_root}}"
+        f"make `{shlex.join(command)}` start as in a trial: in an empty working folder ({cwd}), with the variables of "
+        f"{table} (its `command`, `args` and `env` in {bench.path}; a file of the bench named with {{bench_root}})"
     )
 
     def failure(what: str, remedy: str = start_it, offered: Sequence[str] = ()) -> McpFailure:
@@ -155,14 +172,14 @@ def _judge(
             return failure("offers no tool at all, so the arm would have none", f"fix the server started by {table}")
         return None
     during = "MCP's initialize" if outcome.stage == "initialize" else "its tools/list"
-    if outcome.timed_out and end.status is None:
+    if outcome.exited is not None:
+        return failure(f"exited with status {outcome.exited} before it answered {during} (after {outcome.seconds:.1f} s)")
+    if outcome.timed_out:
         return failure(
             f"gave no answer to {during} within {bench.mcp_timeout_ms} ms ([bench] mcp_timeout_ms)",
             f"{start_it}; or, if it needs longer to start, raise [bench] mcp_timeout_ms",
         )
-    if end.status is not None:
-        return failure(f"exited with status {end.status} before it answered {during} (after {seconds:.1f} s)")
-    return failure(f"closed its connection before it answered {during} (after {seconds:.1f} s: {outcome.error})")
+    return failure(f"failed before it answered {during} (after {outcome.seconds:.1f} s: {outcome.error})")
 
 
 def _listed(names: Sequence[str]) -> str:

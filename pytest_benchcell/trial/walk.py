@@ -13,6 +13,7 @@ from ..config import BenchConfigError, fill_placeholders
 from ..confinement import Confinement, ConfinementError, confine, sandbox_limit_note, write_roots
 from ..environment import Environment, TrialInfo
 from ..isolation.tool_offer import mcp_wait
+from ..mcp_launch import server_configs
 from ..sample import MODEL_SCRIPTED, STATUS_ERROR, utc_now_iso
 from ..secrets import redact, secret_values
 from .measurements import _fill_measurements
@@ -103,15 +104,7 @@ def _run_and_score(
                      fill_placeholders(arm.system_prompt_addition, values, where=where))
         if part
     )  # fmt: skip
-    mcp_servers = {
-        server.name: {
-            "type": "stdio",
-            "command": fill_placeholders(server.command, values, where=where),
-            "args": [fill_placeholders(arg, values, where=where) for arg in server.args],
-            "env": {key: fill_placeholders(value, values, where=where) for key, value in server.env.items()},
-        }
-        for server in arm.mcp_servers
-    }
+    mcp_servers = server_configs(arm, values, where, workdir)  # the pre-flight starts them with the same builder
     prompt = fill_placeholders(task.intent, values, where=where)
     _wait_until_ready(hooks, info, environment, bench.ready_timeout_ms)
     ground_truth = _snapshot(hooks, info, environment) if task.check_state else None
