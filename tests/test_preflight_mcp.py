@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_benchcell import Environment
+from pytest_benchcell.agent import AgentRequest, AgentResult, run_agent
+from pytest_benchcell.config import load_bench
 from pytest_benchcell.output_lines import bounded, lines_naming_the_error
+from pytest_benchcell.scripted import Repeat, ScriptedModel, ToolUse
+from pytest_benchcell.store import Store
+from pytest_benchcell.trial import TrialSpec, run_trial
 
 # inventory_mcp.py MODE: reads its settings from the bench folder ($SETTINGS) and dies with
 # FileNotFoundError when they are missing; prints its token first (which the message must redact).
@@ -224,3 +233,52 @@ def test_bounded_text_keeps_its_start_and_end_and_says_what_it_left_out() -> Non
     text = "a" * 50 + "b" * 50
     kept = bounded(text, 40)
     assert kept.startswith("a" * 10) and kept.endswith("b" * 30) and "(60 characters left out)" in kept
+
+
+# --- a trial whose MCP server failed (past a pre-flight: the file removed in between) -------------
+
+
+class Hooks:
+    """The makerspace bench's hooks as plain callables, for run_trial."""
+
+    def pytest_benchcell_provision(self, trial: Any) -> Environment:
+        return Environment(values={"token": "tok-4f9a0c2e71b8d356"})
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("pytest_benchcell_"):
+            raise AttributeError(name)
+        return lambda **kwargs: None
+
+
+@pytest.mark.e2e
+def test_a_trial_whose_server_dies_at_start_ends_at_once_and_keeps_the_servers_own_error(tmp_path: Path) -> None:
+    write_bench(tmp_path, timeout_ms=20000)  # no settings.toml: the server dies with FileNotFoundError
+    bench = load_bench(tmp_path / "bench.toml")
+    model = ScriptedModel([Repeat(ToolUse("mcp__inventory__count_items", {}))]).start()  # would play to the turn cap
+
+    def counted(request: AgentRequest) -> AgentResult:  # the CLI talks to this model: its requests are counted
+        return run_agent(replace(request, env={**request.env, "ANTHROPIC_BASE_URL": model.base_url}))
+
+    spec = TrialSpec(bench=bench, arm="mcp", task="count", trial=1, model_kind="scripted", sitting="s",
+                     turn_cap=4, wall_clock_ms=30_000, store=Store(bench.store))  # fmt: skip
+    started = time.monotonic()
+    try:
+        sample = run_trial(spec, Hooks(), agent_runner=counted)
+    finally:
+        model.stop()
+    assert len(model.requests) <= 1  # stopped as the init message showed the server failed
+    assert time.monotonic() - started < 15  # not the CLI's 20 s wait: the server died at once
+    assert (sample["status"], sample["outcome"]) == ("invalid", None)
+    assert sample["mcp_failed"] == ["inventory"]  # the mark a sitting reads
+    settings = tmp_path / "settings.toml"
+    assert sample["reason"] == (
+        "MCP server 'inventory' exited with status 1 before the agent's first model request; it said: "
+        f"FileNotFoundError: [Errno 2] No such file or directory: '{settings}': its tools were not offered, so the "
+        "trial does not measure the arm"
+    )
+    assert "mcp_timeout_ms" not in sample["reason"]  # the wait was not the cause
+    stderr = sample["mcp_stderr"]["inventory"]
+    assert "Traceback (most recent call last):" in stderr and f"FileNotFoundError: [Errno 2] No such file or directory: '{settings}'" in stderr
+    assert "inventory server starting with token [redacted]" in stderr  # redacted like the rest of the sample
+    (line,) = (bench.store / "scripted" / "mcp" / "count.jsonl").read_text().splitlines()
+    assert "tok-4f9a0c2e71b8d356" not in line
