@@ -75,10 +75,10 @@ def tools_not_offered(
     stopped the CLI while it was still starting (`stopped_before_start`) and the arm has MCP servers;
     a CLI that failed before its init message is an error judged elsewhere.
 
-    A server not connected is said as what ended it: its exit (`ends`: per server, what
-    mcp_launch.server_ends read back: `.status`, `.stderr`), else a connection that ended before the
-    CLI's wait did (the init message came `offer_ms` after the CLI started, sooner than the wait),
-    else the wait; with the line of its stderr that names its error.
+    A server not connected is said as what ended it: the CLI's wait, unless the init message came
+    sooner (`offer_ms` after the CLI started); then its exit (`ends`: per server, what
+    mcp_launch.server_ends read back: `.status`, `.stderr`), else its connection that ended; with
+    the line of its stderr that names its error.
     """
     servers = sorted(declared_servers)
     if offer is None:
@@ -92,9 +92,7 @@ def tools_not_offered(
     not_connected = [(name, offer.servers.get(name, "missing")) for name in servers if offer.servers.get(name) != CONNECTED]
     if not_connected:
         ends = ends or {}
-        if any(getattr(ends.get(name), "status", None) is not None for name, _ in not_connected) or (
-            offer_ms is not None and offer_ms < wait.timeout_ms
-        ):
+        if offer_ms is not None and offer_ms < wait.timeout_ms:  # else the CLI gave up on it (and stopped it)
             listed = "; ".join(_ended(name, status, ends.get(name), offer_ms) for name, status in not_connected)
             return f"{listed}: its tools were not offered, so the trial does not measure the arm"
         listed = ", ".join(f"'{name}' was {status}" for name, status in not_connected)
