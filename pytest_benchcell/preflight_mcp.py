@@ -85,7 +85,7 @@ def check_servers(
             _ask_for_tools, config, env, cwd, bench.mcp_timeout_ms / 1000, lambda name=server.name: server_ends(folder, [name])[name].status
         )
         end = server_ends(folder, [server.name])[server.name]
-        failure = _judge(bench, arm, server.name, server.tools, command_line(config), outcome, end, cwd)
+        failure = _judge(bench, arm, server.name, server.tools, command_line(config), outcome, end)
         if failure is not None:
             failure.stderr = redact({"stderr": failure.stderr}, secrets)["stderr"]
             failures.append(failure)
@@ -147,11 +147,11 @@ async def _ask_for_tools(
 
 def _judge(
     bench: Bench, arm: Arm, name: str, declared: Sequence[str], command: Sequence[str], outcome: _Outcome, end: Any,
-    cwd: Path,
 ) -> McpFailure | None:  # fmt: skip
     table = f"[arms.{arm.name}.mcp_servers.{name}]"
     start_it = (
-        f"make `{shlex.join(command)}` start as in a trial: in an empty working folder ({cwd}), with the variables of "
+        f"make `{shlex.join(command)}` start as in a trial: in an empty working folder (the agent's, new for each "
+        f"trial), with the variables of "
         f"{table} (its `command`, `args` and `env` in {bench.path}; a file of the bench named with {{bench_root}})"
     )
 

@@ -131,7 +131,8 @@ def test_a_server_that_dies_on_a_missing_settings_file_refuses_the_sitting_with_
         "        Traceback (most recent call last):",
         "*",
         f"        FileNotFoundError: [[]Errno 2] No such file or directory: '{settings}'",
-        f"    -> make `* {pytester.path}/inventory_mcp.py serve` start as in a trial: in an empty working folder (*/cwd), "
+        f"    -> make `* {pytester.path}/inventory_mcp.py serve` start as in a trial: in an empty working folder (the agent's, "
+        "new for each trial), "
         "with the variables of [[]arms.mcp.mcp_servers.inventory] (*)",
     ])  # fmt: skip
 
