@@ -3,7 +3,8 @@
 behind (its stderr and exit status).
 
 MCP servers run outside the sandbox, started by the CLI with its own environment (the trial's:
-confinement.py) plus the server's `env`, in the agent's working folder. The CLI keeps neither a
+confinement.py, and a few variables the CLI adds of its own, such as CLAUDECODE) plus the server's
+`env`, in the agent's working folder. The CLI keeps neither a
 server's stderr nor its exit status (measured with CLI 2.1.332: a server that dies at start is only
 `failed`, its error "Connection closed"), so each server is started through a small /bin/sh
 supervisor that appends the server's stderr to a file in the trial's folder (outside what the agent's
@@ -15,6 +16,7 @@ as it would without it. Pure but for reading those files.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +31,15 @@ __all__ = ["STDERR_FOLDER", "ServerEnd", "server_configs", "server_ends", "passe
 STDERR_FOLDER = "mcp-servers"  # in the trial's folder: <name>.stderr and <name>.status
 READ_BYTES = 64 * 1024  # of a server's stderr read back at most (its start and its end)
 
-# $1: the stderr file; the rest: the server's command line. The server runs in the background so the
-# shell can pass signals on; its stdin is given explicitly (a background command's stdin is
-# /dev/null otherwise) and the shell keeps no copy of the server's stdout, so the CLI sees the
-# stream end when the server ends. `wait` returns early when a signal is passed on: wait again
-# until the server is gone, then record its status.
-SUPERVISOR = r"""f=$1; shift
+# $1: the stderr file; $2: setpriv, where there is one (else empty); the rest: the server's command
+# line. The server runs in the background so the shell can pass signals on; its stdin is given
+# explicitly (a background command's stdin is /dev/null otherwise) and the shell keeps no copy of the
+# server's stdout, so the CLI sees the stream end when the server ends. With setpriv the server is
+# killed if the shell is (the CLI's last resort against a server that ignores its signals), as it
+# would be without the shell. `wait` returns early when a signal is passed on: wait again until the
+# server is gone, then record its status.
+SUPERVISOR = r"""f=$1; g=$2; shift 2
+if [ -n "$g" ]; then set -- "$g" --pdeathsig KILL -- "$@"; fi
 exec 3<&0 4>&1 0</dev/null 1>/dev/null
 "$@" <&3 >&4 3<&- 4>&- 2>>"$f" &
 pid=$!
@@ -52,6 +57,7 @@ def server_configs(arm: Arm, values: Mapping[str, str], where: str, folder: Path
     """The arm's MCP servers as the stdio configs the CLI gets: placeholders filled from the trial's
     values, each started through the supervisor that keeps its stderr and exit status in `folder`."""
     (folder / STDERR_FOLDER).mkdir(parents=True, exist_ok=True)
+    guard = shutil.which("setpriv") or ""
     configs = {}
     for server in arm.mcp_servers:
         command = fill_placeholders(server.command, values, where=where)
@@ -59,7 +65,7 @@ def server_configs(arm: Arm, values: Mapping[str, str], where: str, folder: Path
         configs[server.name] = {
             "type": "stdio",
             "command": "/bin/sh",
-            "args": ["-c", SUPERVISOR, "mcp-server", str(_stderr_path(folder, server.name)), command, *args],
+            "args": ["-c", SUPERVISOR, "mcp-server", str(_stderr_path(folder, server.name)), guard, command, *args],
             "env": {key: fill_placeholders(value, values, where=where) for key, value in server.env.items()},
         }
     return configs
@@ -67,7 +73,7 @@ def server_configs(arm: Arm, values: Mapping[str, str], where: str, folder: Path
 
 def command_line(config: Mapping[str, Any]) -> list[str]:
     """The server's own command line in a config of server_configs (without the supervisor)."""
-    return list(config["args"][4:])
+    return list(config["args"][5:])
 
 
 def passed_on_environment(cli_env: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
