@@ -1,8 +1,8 @@
 """The pre-flight: before the first model request, every selected arm's programs run once as a trial
 runs them, so a sitting the sandbox would break is refused instead of scored against the arm.
 
-For each selected arm with a Bash tool and the sandbox, the bench's own hooks provision an
-environment (trial number 0, the arm's first selected task) and wait until it is ready; the arm is
+For each selected arm with a Bash tool and the sandbox, or with MCP servers, the bench's own hooks
+provision an environment (trial number 0, the arm's first selected task) and wait until it is ready; the arm is
 confined exactly as a trial is (confinement.confine: the curated PATH, the arm's variables, the shell
 prefix, the sandbox and the trial's network namespace); then, in one command through that prefix
 (without the audit's strace, which only slows this pass down), each check runs:
@@ -19,7 +19,9 @@ message per check naming what the program could not reach and the declaration th
 (isolation/blocked.py): the execution audit's trace of the run inside (failed opens, execs and
 connects) and a trace of the run outside (what the program opened and reached there). Where the
 audit is off, the message says what failed and what it printed. A check that fails outside as well
-says nothing about the sandbox and is only noted. Then the environment is torn down.
+says nothing about the sandbox and is only noted. An arm's MCP servers are checked in the same
+environment, outside the sandbox as in a trial (preflight_mcp.py): a server that exits, hangs or
+lacks a tool the arm declares refuses the sitting too. Then the environment is torn down.
 
 Knows nothing of pytest: plugin.py calls `run_preflight` and turns its refusal into a UsageError.
 """
