@@ -20,7 +20,7 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ class McpFailure:
     what: str  # "exited with status 1 before it answered MCP's initialize (after 0.4 s)", ...
     remedy: str
     stderr: str = ""
-    offered: Sequence[str] = field(default_factory=tuple)
 
     def message(self) -> str:
         lines = [f"arm {self.arm}: MCP server '{self.server}' ({shlex.join(self.command)}) {self.what}"]
@@ -155,18 +154,16 @@ def _judge(
         f"{table} (its `command`, `args` and `env` in {bench.path}; a file of the bench named with {{bench_root}})"
     )
 
-    def failure(what: str, remedy: str = start_it, offered: Sequence[str] = ()) -> McpFailure:
-        return McpFailure(arm.name, name, command, what, remedy, end.stderr, tuple(offered))
+    def failure(what: str, remedy: str = start_it) -> McpFailure:
+        return McpFailure(arm.name, name, command, what, remedy, end.stderr)
 
     if outcome.stage == "done":
-        wanted = list(declared) if declared else []
-        missing = [tool for tool in wanted if tool not in outcome.tools]
+        missing = [tool for tool in declared if tool not in outcome.tools]
         if missing:
             return failure(
-                f"does not offer {_listed(missing)} of the tools the arm declares for it; it offers: "
-                f"{_listed(outcome.tools) or 'no tool'}",
+                f"does not offer {', '.join(missing)} of the tools the arm declares for it; it offers: "
+                f"{', '.join(outcome.tools) or 'no tool'}",
                 f"fix the server, or the `tools` of {table} in {bench.path} to the names it offers",
-                outcome.tools,
             )
         if not outcome.tools:
             return failure("offers no tool at all, so the arm would have none", f"fix the server started by {table}")
@@ -180,7 +177,3 @@ def _judge(
             f"{start_it}; or, if it needs longer to start, raise [bench] mcp_timeout_ms",
         )
     return failure(f"failed before it answered {during} (after {outcome.seconds:.1f} s: {outcome.error})")
-
-
-def _listed(names: Sequence[str]) -> str:
-    return ", ".join(names)

@@ -28,7 +28,8 @@ from pytest_benchcell.trial import TrialSpec, run_trial
 
 # inventory_mcp.py MODE: reads its settings from the bench folder ($SETTINGS) and dies with
 # FileNotFoundError when they are missing; prints its token first (which the message must redact).
-# MODE "hang": never speaks MCP. It offers list_items (and count_items unless MODE is "old").
+# MODE "hang": never speaks MCP. It offers list_items (unless MODE is "bare") and count_items (unless
+# MODE is "old" or "bare").
 INVENTORY_MCP = """
 import os, sys, time, tomllib
 mode = sys.argv[1]
@@ -41,12 +42,13 @@ from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("inventory", log_level="WARNING")
 
-@server.tool(structured_output=False)
-def list_items() -> str:
-    \"\"\"List the items of the makerspace.\"\"\"
-    return ", ".join(settings["items"])
+if mode != "bare":
+    @server.tool(structured_output=False)
+    def list_items() -> str:
+        \"\"\"List the items of the makerspace.\"\"\"
+        return ", ".join(settings["items"])
 
-if mode != "old":
+if mode not in ("old", "bare"):
     @server.tool(structured_output=False)
     def count_items() -> str:
         \"\"\"Count the items.\"\"\"
@@ -72,7 +74,7 @@ tools = []
 command = "{{python}}"
 args = ["{{bench_root}}/inventory_mcp.py", "{mode}"]
 env = {{ SETTINGS = "{{bench_root}}/settings.toml", INVENTORY_TOKEN = "{{token}}" }}
-tools = ["list_items", "count_items"]
+{tools}
 
 [tasks.count]
 tier = "read"
@@ -96,8 +98,11 @@ def pytest_benchcell_script(trial, environment):
 SETTINGS = 'items = ["drill", "laser cutter"]\n'
 
 
-def write_bench(folder: Path, *, mode: str = "serve", timeout_ms: int = 10000, settings: bool = False) -> None:
-    (folder / "bench.toml").write_text(textwrap.dedent(BENCH.format(mode=mode, timeout_ms=timeout_ms)))
+def write_bench(
+    folder: Path, *, mode: str = "serve", timeout_ms: int = 10000, settings: bool = False,
+    tools: str = 'tools = ["list_items", "count_items"]',
+) -> None:  # fmt: skip
+    (folder / "bench.toml").write_text(textwrap.dedent(BENCH.format(mode=mode, timeout_ms=timeout_ms, tools=tools)))
     (folder / "conftest.py").write_text(CONFTEST)
     (folder / "inventory_mcp.py").write_text(INVENTORY_MCP)
     if settings:
@@ -147,6 +152,16 @@ def test_a_server_that_lacks_a_declared_tool_refuses_the_sitting_naming_it(pytes
         "    it said: inventory server starting with token [[]redacted]",
         f"    -> fix the server, or the `tools` of [[]arms.mcp.mcp_servers.inventory] in {pytester.path}/bench.toml to "
         "the names it offers",
+    ])  # fmt: skip
+
+
+def test_without_declared_tools_a_server_that_offers_none_refuses_the_sitting(pytester: pytest.Pytester) -> None:
+    write_bench(pytester.path, mode="bare", settings=True, tools="")
+    result = sitting(pytester)
+    assert_refused_before_anything(pytester, result)
+    result.stderr.fnmatch_lines([
+        "arm mcp: MCP server 'inventory' (*inventory_mcp.py bare) offers no tool at all, so the arm would have none",
+        "    -> fix the server started by [[]arms.mcp.mcp_servers.inventory]",
     ])  # fmt: skip
 
 
