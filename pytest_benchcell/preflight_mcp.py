@@ -76,15 +76,23 @@ def check_servers(
 
     where = f"{bench.path}: [arms.{arm.name}.mcp_servers]"
     configs = server_configs(arm, values, where, folder)
+    outcomes: dict[str, _Outcome] = {}
+
+    async def ask_each() -> None:  # the servers at once, as the CLI starts them: one wait for all
+        async with anyio.create_task_group() as group:
+            for name, config in configs.items():
+                group.start_soon(ask_one, name, config)
+
+    async def ask_one(name: str, config: Mapping[str, Any]) -> None:
+        env = passed_on_environment(cli_env, config["env"])
+        status = lambda: server_ends(folder, [name])[name].status  # noqa: E731
+        outcomes[name] = await _ask_for_tools(config, env, cwd, bench.mcp_timeout_ms / 1000, status)
+
+    anyio.run(ask_each)
     failures = []
     for server in arm.mcp_servers:
-        config = configs[server.name]
-        env = passed_on_environment(cli_env, config["env"])
-        outcome = anyio.run(
-            _ask_for_tools, config, env, cwd, bench.mcp_timeout_ms / 1000, lambda name=server.name: server_ends(folder, [name])[name].status
-        )
         end = server_ends(folder, [server.name])[server.name]
-        failure = _judge(bench, arm, server.name, server.tools, command_line(config), outcome, end)
+        failure = _judge(bench, arm, server.name, server.tools, command_line(configs[server.name]), outcomes[server.name], end)
         if failure is not None:
             failure.stderr = redact({"stderr": failure.stderr}, secrets)["stderr"]
             failures.append(failure)
