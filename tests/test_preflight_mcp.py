@@ -24,6 +24,7 @@ from pytest_benchcell.config import load_bench
 from pytest_benchcell.output_lines import bounded, lines_naming_the_error
 from pytest_benchcell.scripted import Repeat, ScriptedModel, ToolUse
 from pytest_benchcell.store import Store
+from pytest_benchcell.transcript import events_of, read_transcript
 from pytest_benchcell.trial import TrialSpec, run_trial
 
 # inventory_mcp.py MODE: reads its settings from the bench folder ($SETTINGS) and dies with
@@ -298,3 +299,5 @@ def test_a_trial_whose_server_dies_at_start_ends_at_once_and_keeps_the_servers_o
     assert "inventory server starting with token [redacted]" in stderr  # redacted like the rest of the sample
     (line,) = (bench.store / "scripted" / "mcp" / "count.jsonl").read_text().splitlines()
     assert "tok-4f9a0c2e71b8d356" not in line
+    events = read_transcript(bench.store, sample)
+    assert [event["servers"] for event in events_of(events, "mcp_failed")] == [["inventory"]]  # why the run stopped
