@@ -6,9 +6,12 @@ Runs the pre-flight (pytest_benchcell/preflight.py) exactly as a sitting of the 
 (`pytest --bench-arm all --bench-task close-export --bench-scripted`): for each arm with a Bash
 tool, the bench's own hooks provision and ready its tracker service, the arm is confined as a trial
 is (PATH folder, shell prefix, sandbox, network namespace), its programs run in one command through
-the prefix, then the service is torn down. The mcp arm has no shell: nothing runs for it. Prints the
-median over the runs, the spread, and where one run's time goes (provision + ready, confinement,
-the commands in the sandbox, teardown), and what the same programs cost run bare.
+the prefix, then the service is torn down. The mcp arm has no shell: its environment is provisioned the
+same way and its MCP server is started as a trial starts it and asked for its tools over MCP
+(preflight_mcp.py). Prints the median over the runs, the spread, and where one run's time goes
+(provision + ready, confinement, the commands in the sandbox, the MCP server, teardown), what the
+same programs cost run bare, and what importing the MCP client costs a fresh process (paid once per
+process; a sitting that runs trials imports it anyway with the agent SDK, before the first trial).
 
     .venv/bin/python benchmarks/preflight_cost.py --spellings [--runs 5]
 
@@ -65,6 +68,7 @@ class Phases:
             setattr(hooks, name, self.timed(phase, getattr(hooks, name)))
         preflight.confine = self.timed("confinement", preflight.confine)
         preflight._Runner.inside_all = self.timed("commands in the sandbox", preflight._Runner.inside_all)
+        preflight.check_servers = self.timed("the MCP server started and asked", preflight.check_servers)
 
     def timed(self, phase: str, function: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -126,6 +130,12 @@ def spellings(runs: int) -> int:
     return 0
 
 
+def mcp_client_import() -> float:
+    """A fresh Python's import of the MCP client the pre-flight uses (what a first check pays)."""
+    code = "import time; t = time.perf_counter(); import mcp.client.stdio, mcp; print(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -157,10 +167,11 @@ def main() -> int:
     bare = bare_commands(bench, found.arms)
     median = statistics.median(totals)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.runs} runs")
-    print(f"arms checked: {', '.join(found.arms)} ({found.checks} checks; mcp has no shell)")
+    print(f"arms checked: {', '.join(found.arms)} ({found.checks} checks); MCP servers of {', '.join(found.mcp_arms)}: {found.mcp_servers}")
     print(f"pre-flight per sitting: median {median:.2f} s (runs {min(totals):.2f} to {max(totals):.2f} s)")
     print("where the last run's time went: " + ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in breakdown.items()))
     print(f"the same programs run bare, outside any sandbox: {bare:.2f} s (what the arms' programs cost by themselves)")
+    print(f"importing the MCP client in a fresh process: {mcp_client_import():.2f} s (once; a sitting imports it with the SDK)")
     verdict = "met" if median < TARGET_S else "missed"
     print(f"target < {TARGET_S:.0f} s per sitting for four arms: {verdict}")
     return 0 if median < TARGET_S else 1

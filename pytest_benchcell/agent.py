@@ -20,7 +20,9 @@ What it guarantees:
   waited on retries (`api_wait_ms`), which replies arrived in full (the turns; a reply the interrupt
   cut off is none) and whether every reply reported its usage;
 - what the CLI offered as the conversation began (the init message: each MCP server's status and
-  the tools), so a trial whose agent never saw its arm's tools is not charged to the arm;
+  the tools), so a trial whose agent never saw its arm's tools is not charged to the arm; a run
+  whose init message shows a declared MCP server not connected is interrupted right there, before
+  the model's requests play (`mcp_failed`);
 - an independent transcript of tool calls, rebuilt from the assistant messages' tool_use blocks and
   the tool results that followed (the audit reads this, not the guard's own bookkeeping);
 - with a `recorder`, the trial's full transcript (transcript.py's events), taken from the SDK's message
@@ -48,6 +50,7 @@ from typing import Any
 from .agent_result import AgentRequest, AgentResult, _absorb_result, _attach_tool_result, _offer, _whole
 from .agent_result import GuardFunction as GuardFunction
 from .api_faults import ApiLog, RunEnd, classify
+from .isolation.tool_offer import CONNECTED
 from .sample import sum_tokens, tokens_from_snake
 from .transcribing import _Transcriber
 
@@ -113,6 +116,10 @@ def run_agent(request: AgentRequest) -> AgentResult:
 
 class _ApiEnded(Exception):
     """The API's signals end the run before its backstop: a stall, or credentials refused again and again."""
+
+
+class _ServersFailed(Exception):
+    """The init message shows an MCP server of the arm not connected: the run would not measure the arm."""
 
 
 @dataclass
@@ -209,6 +216,10 @@ async def _run(request: AgentRequest) -> AgentResult:
             elif transcriber is not None:
                 transcriber.interrupted("api_refused", attempts=len(result.api.pending))
             await _interrupt(client, result, watch, transcriber)
+        except _ServersFailed:
+            if transcriber is not None:
+                transcriber.interrupted("mcp_failed", servers=list(result.mcp_failed))
+            await _interrupt(client, result, watch, transcriber)
     except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a recorded harness error
         if not _absorb_result_error(exc, result):
             result.error = f"{type(exc).__name__}: {exc}"
@@ -257,6 +268,13 @@ async def _collect_within_backstop(
     if not (started.is_set() or collecting.done()):
         await _cancel(collecting)
         raise asyncio.TimeoutError
+    if result.offer is not None:
+        # A declared server not connected as the conversation begins leaves the agent without the
+        # arm's tools for good (the CLI does not wait for it later): stop before its requests play.
+        result.mcp_failed = tuple(name for name in request.mcp_servers if result.offer.servers.get(name) != CONNECTED)
+        if result.mcp_failed and not collecting.done():
+            await _cancel(collecting)
+            raise _ServersFailed
     began["conversation"] = time.monotonic()
     deadline = began["conversation"] + request.wall_clock_s
     api_end = asyncio.ensure_future(watch.api_says_end.wait())
@@ -361,6 +379,7 @@ def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
     if isinstance(message, sdk.SystemMessage):
         if message.subtype == "init" and result.offer is None:
             result.offer = _offer(message.data if isinstance(message.data, dict) else {})
+            result.offer_ms = watch.ms()
     elif isinstance(message, sdk.AssistantMessage):
         for block in message.content:
             if isinstance(block, sdk.ToolUseBlock):

@@ -54,6 +54,8 @@ class AgentResult:
     partial_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     denied_ids: list[str] = field(default_factory=list)  # the CLI's own record of denied calls
     offer: ToolOffer | None = None  # from the init message; None: the CLI never sent one
+    offer_ms: int | None = None  # when the init message came, ms after the run began (the CLI's start)
+    mcp_failed: tuple[str, ...] = ()  # declared MCP servers not connected at the init message (the run was stopped)
     first_request_tools: tuple[str, ...] | None = None  # what the first model request carried, where known
     api: ApiLog = field(default_factory=ApiLog)  # the model API's signals during the run
     api_fault: ApiFault | None = None  # the API ended the run (api_faults.classify)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["lines_naming_the_error", "names_an_error", "ERROR_WORDS", "GAP"]
+__all__ = ["lines_naming_the_error", "names_an_error", "bounded", "ERROR_WORDS", "GAP"]
 
 ERROR_WORDS = re.compile(r"error|traceback|not found|denied|no such file|cannot|can't", re.IGNORECASE)
 # An error's own statement ("ModuleNotFoundError: ...", "Error: Cannot find module ...",
@@ -89,3 +89,12 @@ def _after(lines: list[str], at: int) -> list[int]:
 
 def _cut(line: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def bounded(text: str, limit: int) -> str:
+    """`text` within `limit` characters: its start and its end, the middle left out and said."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head
+    return f"{text[:head]}\n... ({len(text) - limit} characters left out) ...\n{text[-tail:]}"

@@ -1,8 +1,8 @@
 """The pre-flight: before the first model request, every selected arm's programs run once as a trial
 runs them, so a sitting the sandbox would break is refused instead of scored against the arm.
 
-For each selected arm with a Bash tool and the sandbox, the bench's own hooks provision an
-environment (trial number 0, the arm's first selected task) and wait until it is ready; the arm is
+For each selected arm with a Bash tool and the sandbox, or with MCP servers, the bench's own hooks
+provision an environment (trial number 0, the arm's first selected task) and wait until it is ready; the arm is
 confined exactly as a trial is (confinement.confine: the curated PATH, the arm's variables, the shell
 prefix, the sandbox and the trial's network namespace); then, in one command through that prefix
 (without the audit's strace, which only slows this pass down), each check runs:
@@ -19,7 +19,9 @@ message per check naming what the program could not reach and the declaration th
 (isolation/blocked.py): the execution audit's trace of the run inside (failed opens, execs and
 connects) and a trace of the run outside (what the program opened and reached there). Where the
 audit is off, the message says what failed and what it printed. A check that fails outside as well
-says nothing about the sandbox and is only noted. Then the environment is torn down.
+says nothing about the sandbox and is only noted. An arm's MCP servers are checked in the same
+environment, outside the sandbox as in a trial (preflight_mcp.py): a server that exits, hangs or
+lacks a tool the arm declares refuses the sitting too. Then the environment is torn down.
 
 Knows nothing of pytest: plugin.py calls `run_preflight` and turns its refusal into a UsageError.
 """
@@ -47,6 +49,8 @@ from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entri
 from .isolation.hygiene import removed_variables
 from .leftovers import printable
 from .output_lines import lines_naming_the_error
+from .preflight_mcp import McpFailure, check_servers, mcp_refusal
+from .secrets import secret_values
 from .trial import HarnessError, provisioned
 
 __all__ = ["Check", "Broken", "Unjudged", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
@@ -209,14 +213,19 @@ class Preflight:
     arms: list[str] = field(default_factory=list)  # the arms whose programs ran
     checks: int = 0
     seconds: float = 0.0
+    mcp_failures: list[McpFailure] = field(default_factory=list)  # MCP servers that would leave an arm without its tools
+    mcp_arms: list[str] = field(default_factory=list)  # the arms whose MCP servers were started
+    mcp_servers: int = 0
 
     @property
     def refuses(self) -> bool:
-        """Whether the sitting is refused: a check the sandbox breaks, or one that cannot tell."""
-        return bool(self.broken or self.unjudged)
+        """Whether the sitting is refused: a check the sandbox breaks, one that cannot tell, or an MCP
+        server that would leave its arm without its tools."""
+        return bool(self.broken or self.unjudged or self.mcp_failures)
 
     def refusal(self, bench: Bench) -> str:
-        """The UsageError's text: one message per broken check, then one per check that cannot tell."""
+        """The UsageError's text: one message per broken check, then one per check that cannot tell,
+        then one per failing MCP server."""
         lines = []
         if self.broken:
             count = len(self.broken)
@@ -236,15 +245,23 @@ class Preflight:
                 f"program that does not run (nothing was reserved, no model request was made); declare in {bench.path}:"
             )
             lines += [unjudged.message() for unjudged in self.unjudged]
+        if self.mcp_failures:
+            lines.append(mcp_refusal(bench, self.mcp_failures))
         return "\n".join(lines)
 
     def summary(self) -> str:
-        if not self.arms:
-            return ""
-        return (
-            f"pre-flight: {_plural(self.checks, 'check')} of {_plural(len(self.arms), 'arm')} ran in the sandbox "
-            f"as in a trial and work there ({self.seconds:.2f} s)"
-        )
+        parts = []
+        if self.arms:
+            parts.append(
+                f"{_plural(self.checks, 'check')} of {_plural(len(self.arms), 'arm')} ran in the sandbox as in a trial "
+                f"and work there"
+            )
+        if self.mcp_arms:
+            parts.append(
+                f"{_plural(self.mcp_servers, 'MCP server')} of {_plural(len(self.mcp_arms), 'arm')} started as in a trial "
+                f"and offer{'s' if self.mcp_servers == 1 else ''} the arm's tools"
+            )
+        return f"pre-flight: {'; '.join(parts)} ({self.seconds:.2f} s)" if parts else ""
 
 
 def _plural(count: int, word: str) -> str:
@@ -273,13 +290,12 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
     found = Preflight()
     for name, task in arms.items():
         arm = bench.arms[name]
-        if "Bash" not in arm.tools or not sandbox_state(bench, arm).available:
-            continue
-        if not checks_for_binaries(arm) and not arm.env:
+        programs = "Bash" in arm.tools and sandbox_state(bench, arm).available and bool(checks_for_binaries(arm) or arm.env)
+        if not programs and not arm.mcp_servers:
             continue
         try:
             with provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks) as (info, environment, folder, values):
-                _check_arm(bench, arm, task, info, environment, folder, values, cli, found)
+                _check_arm(bench, arm, task, info, environment, folder, values, cli, found, programs=programs)
         except (HarnessError, ConfinementError) as exc:
             found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
     found.seconds = time.monotonic() - started
@@ -288,11 +304,19 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
 
 def _check_arm(
     bench: Bench, arm: Arm, task: str, info: Any, environment: Any, folder: Path, values: Mapping[str, str], cli: str,
-    found: Preflight,
+    found: Preflight, *, programs: bool = True,
 ) -> None:  # fmt: skip
     where = f"{bench.path}: [arms.{arm.name}] preflight"
     confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False, untraced=True)
     try:
+        if arm.mcp_servers:  # outside the sandbox, as the CLI starts them: the same environment serves both checks
+            found.mcp_failures += check_servers(
+                bench, arm, values, confined.env, info.agent_cwd, folder, secret_values(bench, arm, environment)
+            )
+            found.mcp_arms.append(arm.name)
+            found.mcp_servers += len(arm.mcp_servers)
+        if not programs:
+            return
         checks = [
             replace(check, commands=tuple(fill_placeholders(command, values, where=where) for command in check.commands))
             for check in checks_for_binaries(arm)

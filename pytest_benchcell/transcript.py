@@ -74,6 +74,9 @@ harness saw them. Strings are redacted exactly like the sample (secrets.redact w
     request was open (``[bench] api_stall_ms``).
 ``api_refused``
     ``attempts``: the harness stopped the run: the API refused the credentials this many times in a row.
+``mcp_failed``
+    ``servers``: the harness stopped the run as it began: the init message showed these MCP servers
+    of the arm not connected, so the agent could not have used the arm's tools.
 ``api_fault``
     ``fault`` (``failing``, ``credentials``, ``stalled``), ``status``, ``error``, ``attempts``,
     ``reason``: the model API ended the run (api_faults.classify); the sample's ``api_error``.

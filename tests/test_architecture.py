@@ -3,7 +3,8 @@ lazy import inside a function counts as much as one at the top):
 
 - no import cycle among pytest_benchcell's modules: nothing imports upward;
 - no module over MAX_LINES lines, but for the ones ALLOWANCE names, each with the reason;
-- only the pytest-facing package (plugin/) imports pytest, only agent.py imports claude_agent_sdk.
+- only the pytest-facing package (plugin/) imports pytest, only agent.py imports claude_agent_sdk, only
+  preflight_mcp.py imports the `mcp` package.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ ALLOWANCE = {
 }
 PYTEST_FACING = f"{TOP}.plugin"  # the package plugin/: its __init__ (the entry point) and its modules
 SDK_MODULE = f"{TOP}.agent"
+MCP_CLIENT_MODULE = f"{TOP}.preflight_mcp"  # the pre-flight's MCP client; the SDK pulls `mcp` in for trials
 
 
 def module_name(path: Path) -> str:
@@ -130,6 +132,12 @@ def test_only_agent_imports_the_sdk() -> None:
     outside = {relative(name): lines for name, lines in importers_of("claude_agent_sdk").items() if name != SDK_MODULE}
     assert not outside, f"claude_agent_sdk is imported outside agent.py: {outside}"
     assert SDK_MODULE in importers_of("claude_agent_sdk")  # the rule reads the imports it means to
+
+
+def test_only_the_mcp_pre_flight_imports_the_mcp_package() -> None:
+    outside = {relative(name): lines for name, lines in importers_of("mcp").items() if name != MCP_CLIENT_MODULE}
+    assert not outside, f"mcp is imported outside preflight_mcp.py: {outside}"
+    assert MCP_CLIENT_MODULE in importers_of("mcp")  # the rule reads the imports it means to
 
 
 @pytest.mark.parametrize(

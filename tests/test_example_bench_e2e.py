@@ -154,9 +154,10 @@ def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
     started = spied(swept)
     trials = [t for t in started if t["trial"] != 0]
     assert sorted((t["arm"], t["task"], t["trial"]) for t in trials) == expected
-    # The pre-flight, on the xdist controller, provisioned one environment per arm with a shell (trial 0).
+    # The pre-flight, on the xdist controller, provisioned one environment per arm with a shell (trial 0)
+    # and one for the arm with an MCP server, which it starts outside the sandbox.
     preflight = sorted(t["arm"] for t in started if t["trial"] == 0)
-    assert preflight == (["cli-skill", "native", "raw-api"] if find_sandbox().available else [])
+    assert preflight == (["cli-skill", "mcp", "native", "raw-api"] if find_sandbox().available else ["mcp"])
     assert_nothing_left(started)  # every service stopped, the pre-flight's too: no process, no listening socket
 
 

@@ -700,7 +700,12 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
     found = run_preflight(bench, {arm: "close-export" for arm in bench.arms}, example_hooks(), "scripted", cli=bundled_cli())
     assert (found.broken, found.notes) == ([], [])
     assert found.arms == ["cli-skill", "native", "raw-api"]  # the mcp arm has no shell: nothing runs in a sandbox
-    assert found.summary().startswith("pre-flight: 3 checks of 3 arms ran in the sandbox as in a trial and work there")
+    assert found.mcp_arms == ["mcp"] and found.mcp_failures == []  # ... its MCP server is started and asked instead
+    assert re.fullmatch(
+        r"pre-flight: 3 checks of 3 arms ran in the sandbox as in a trial and work there; 1 MCP server of 1 arm started "
+        r"as in a trial and offers the arm's tools \(\d+\.\d\d s\)",
+        found.summary(),
+    )
 
 
 def readme_block_after(words: str) -> str:

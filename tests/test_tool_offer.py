@@ -4,6 +4,8 @@ Messages API request offers (the scripted model's evidence)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,7 @@ from pytest_benchcell.scripted import ScriptedModel, offered_tools
 WAIT = McpWait(timeout_ms=2000, servers=("files",))
 
 
-def judge(offer: ToolOffer | None, tools: tuple[str, ...] = (), servers: tuple[str, ...] = ("files",), **kwargs: bool) -> str | None:
+def judge(offer: ToolOffer | None, tools: tuple[str, ...] = (), servers: tuple[str, ...] = ("files",), **kwargs: Any) -> str | None:
     return tools_not_offered(offer, declared_tools=tools, declared_servers=servers, wait=McpWait(2000, servers), **kwargs)
 
 
@@ -30,6 +32,29 @@ def test_a_server_not_connected_is_named_with_its_status_and_the_wait(status: st
     assert reason == (
         f"MCP server 'files' was {status} at the agent's first model request (the CLI waited up to 2000 ms, "
         "[bench] mcp_timeout_ms): its tools were not offered, so the trial does not measure the arm"
+    )
+
+
+def test_a_server_that_ended_before_the_wait_is_said_as_its_exit_with_its_error_line() -> None:
+    end = SimpleNamespace(status=1, stderr="starting\nTraceback (most recent call last):\n  x\nFileNotFoundError: mcp.toml\n")
+    reason = judge(ToolOffer({"files": "failed"}, ()), offer_ms=400, ends={"files": end})
+    assert reason == (
+        "MCP server 'files' exited with status 1 before the agent's first model request; it said: FileNotFoundError: "
+        "mcp.toml: its tools were not offered, so the trial does not measure the arm"
+    )
+    silent = SimpleNamespace(status=None, stderr="")  # no exit recorded: only the connection's end is known
+    assert judge(ToolOffer({"files": "failed"}, ()), offer_ms=400, ends={"files": silent}) == (
+        "MCP server 'files' was failed at the agent's first model request, 400 ms after the CLI started (its "
+        "connection ended: not the CLI's wait): its tools were not offered, so the trial does not measure the arm"
+    )
+
+
+def test_a_server_the_cli_gave_up_on_is_said_as_the_wait_though_it_was_stopped_with_a_status() -> None:
+    stopped = SimpleNamespace(status=143, stderr="loading a large index\n")  # the CLI stopped it at the wait's end
+    reason = judge(ToolOffer({"files": "failed"}, ()), offer_ms=2300, ends={"files": stopped})
+    assert reason == (
+        "MCP server 'files' was failed at the agent's first model request (the CLI waited up to 2000 ms, [bench] "
+        "mcp_timeout_ms); it said: loading a large index: its tools were not offered, so the trial does not measure the arm"
     )
 
 

@@ -56,7 +56,7 @@ wall_clock_ms = 30000
 tools = []
 [arms.mcp.mcp_servers.files]
 command = "{{python}}"
-args = ["{{bench_root}}/files_mcp.py", "{start_s}"]
+args = ["{{bench_root}}/files_mcp.py", "{{start_s}}"]
 env = {{ DATA = "{{cwd}}" }}
 
 [arms.delegating]
@@ -77,12 +77,14 @@ multiset_keys = ["files"]
 
 SCRIPT = [ToolUse("mcp__files__touch", {"name": "ok.txt"}), Answer("created ok.txt")]
 
+# The server starts at once in the pre-flight's environment (trial 0), which would otherwise refuse a
+# server slower than the wait before any trial: these tests are about the trial itself.
 CONFTEST = """
 from pytest_benchcell import Environment
 from pytest_benchcell.scripted import Answer, ToolUse
 
 def pytest_benchcell_provision(trial):
-    return Environment(data=trial.agent_cwd)
+    return Environment(data=trial.agent_cwd, values={"start_s": "0" if trial.trial == 0 else START_S})
 
 def pytest_benchcell_snapshot(trial, environment):
     return {"files": sorted(p.name for p in environment.data.iterdir())}
@@ -92,16 +94,16 @@ def pytest_benchcell_script(trial, environment):
 """
 
 
-def write_bench(folder: Path, *, start_s: float, mcp_timeout_ms: int | None) -> Path:
+def write_bench(folder: Path, *, mcp_timeout_ms: int | None) -> Path:
     setting = f"mcp_timeout_ms = {mcp_timeout_ms}" if mcp_timeout_ms is not None else ""
-    (folder / "bench.toml").write_text(textwrap.dedent(BENCH.format(mcp_timeout=setting, start_s=start_s)))
+    (folder / "bench.toml").write_text(textwrap.dedent(BENCH.format(mcp_timeout=setting)))
     (folder / "files_mcp.py").write_text(FILES_MCP)
     return folder / "bench.toml"
 
 
 def sitting(pytester: pytest.Pytester, *, start_s: float, mcp_timeout_ms: int | None, arm: str = "mcp") -> tuple[pytest.RunResult, list[dict]]:
-    write_bench(pytester.path, start_s=start_s, mcp_timeout_ms=mcp_timeout_ms)
-    pytester.makeconftest(CONFTEST)
+    write_bench(pytester.path, mcp_timeout_ms=mcp_timeout_ms)
+    pytester.makeconftest(f"START_S = {str(start_s)!r}\n" + CONFTEST)
     result = pytester.runpytest("--bench-arm", arm, "--bench-task", "make-ok", "--bench-scripted", "-rA")
     path = pytester.path / "results" / "scripted" / arm / "make-ok.jsonl"
     return result, [json.loads(line) for line in path.read_text().splitlines()]
@@ -116,8 +118,9 @@ def test_a_server_slower_than_the_wait_makes_the_trial_invalid_naming_it(pyteste
         "MCP server 'files' was failed at the agent's first model request (the CLI waited up to 2000 ms, "
         "[bench] mcp_timeout_ms): its tools were not offered, so the trial does not measure the arm"
     )
-    # Without the check this trial was scored incorrect: the model's call found no such tool.
-    assert "No such tool available" in sample["tool_calls"][0]["output"]
+    # Without the check this trial was scored incorrect: the model's call found no such tool. Now it
+    # ends as the conversation begins, the server marked, before the script's second request.
+    assert sample["turns"] <= 1 and sample["mcp_failed"] == ["files"]
     result.assert_outcomes()
     result.stdout.fnmatch_lines(["INVALID bench.toml::mcp-make-ok-t1 - MCP server 'files' was failed at the agent's first*"])
 
@@ -157,7 +160,7 @@ class Hooks:
     """The bench's hooks as plain callables, for run_trial."""
 
     def pytest_benchcell_provision(self, trial: Any) -> Environment:
-        return Environment(data=trial.agent_cwd)
+        return Environment(data=trial.agent_cwd, values={"start_s": "0"})
 
     def pytest_benchcell_snapshot(self, trial: Any, environment: Environment) -> Any:
         return {"files": sorted(p.name for p in environment.data.iterdir())}
@@ -178,7 +181,7 @@ def test_a_tool_the_arm_does_not_declare_makes_the_trial_invalid(tmp_path: Path)
     def runtime_adding_read(request: AgentRequest) -> AgentResult:
         return run_agent(replace(request, tools=(*request.tools, "Read")))
 
-    bench = load_bench(write_bench(tmp_path, start_s=0, mcp_timeout_ms=None))
+    bench = load_bench(write_bench(tmp_path, mcp_timeout_ms=None))
     spec = TrialSpec(bench=bench, arm="mcp", task="make-ok", trial=1, model_kind="scripted", sitting="s",
                      turn_cap=4, wall_clock_ms=30_000, store=Store(bench.store))  # fmt: skip
     sample = run_trial(spec, Hooks(), agent_runner=runtime_adding_read)

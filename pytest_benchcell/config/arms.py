@@ -47,13 +47,14 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     for server_name in servers_table.table:
         server = servers_table.sub(server_name)
         _check_name(server, "MCP server", server_name)
-        server.only("command", "args", "env")
+        server.only("command", "args", "env", "tools")
         servers.append(
             McpServer(
                 name=server_name,
                 command=server.string("command", required=True),
                 args=server.strings("args"),
                 env=server.string_table("env"),
+                tools=server.strings("tools"),
             )
         )
     if not tools and not servers:

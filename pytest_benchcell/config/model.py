@@ -97,6 +97,9 @@ class McpServer:
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # The tools the arm needs from it (names as the server offers them), checked by the pre-flight
+    # (preflight_mcp.py); not a condition: the agent meets whatever the server offers.
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,9 @@ class Bench:
         Frozen: the field lists are those of that plugin, whatever fields Arm and Task gain later."""
         arm_def, task_def = self.arms[arm], self.tasks[task]
         legacy_arm = {name: getattr(arm_def, name) for name in _LEGACY_ARM_FIELDS}
-        legacy_arm["mcp_servers"] = [asdict(server) for server in arm_def.mcp_servers]
+        legacy_arm["mcp_servers"] = [
+            {name: value for name, value in asdict(server).items() if name in _LEGACY_SERVER_FIELDS} for server in arm_def.mcp_servers
+        ]
         legacy = {
             "bench": {"name": self.name, "model": self.model, "base_prompt": self.base_prompt},
             "arm": legacy_arm,
@@ -311,6 +316,7 @@ _LEGACY_ARM_FIELDS = (
     "name", "tools", "binaries", "path", "bootstrap", "skill_path", "skill_body", "env", "deny_subcommands",
     "guard_exempt",
 )  # fmt: skip
+_LEGACY_SERVER_FIELDS = ("name", "command", "args", "env")
 _LEGACY_TASK_FIELDS = (
     "id", "tier", "intent", "bonus", "required_facts", "forbidden_facts", "check_state", "changes", "arms",
 )  # fmt: skip

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..output_lines import lines_naming_the_error
+
 CONNECTED = "connected"
 # Built-in tools the CLI names differently in different places: an arm declaring "Task" is offered
 # "Agent" in the request and listed as "Task" in the init message (CLI 2.1.332).
@@ -64,12 +66,19 @@ def tools_not_offered(
     declared_servers: Iterable[str],
     wait: McpWait,
     stopped_before_start: bool = False,
+    offer_ms: int | None = None,
+    ends: Mapping[str, Any] | None = None,
 ) -> str | None:
     """Why the agent was not offered exactly its arm's tools at its first model request, or None.
 
     offer None: the CLI never reported its tools. That is a problem of the offer only when the harness
     stopped the CLI while it was still starting (`stopped_before_start`) and the arm has MCP servers;
     a CLI that failed before its init message is an error judged elsewhere.
+
+    A server not connected is said as what ended it: the CLI's wait, unless the init message came
+    sooner (`offer_ms` after the CLI started); then its exit (`ends`: per server, what
+    mcp_launch.server_ends read back: `.status`, `.stderr`), else its connection that ended; with
+    the line of its stderr that names its error.
     """
     servers = sorted(declared_servers)
     if offer is None:
@@ -82,9 +91,14 @@ def tools_not_offered(
         return None
     not_connected = [(name, offer.servers.get(name, "missing")) for name in servers if offer.servers.get(name) != CONNECTED]
     if not_connected:
+        ends = ends or {}
+        if offer_ms is not None and offer_ms < wait.timeout_ms:  # else the CLI gave up on it (and stopped it)
+            listed = "; ".join(_ended(name, status, ends.get(name), offer_ms) for name, status in not_connected)
+            return f"{listed}: its tools were not offered, so the trial does not measure the arm"
         listed = ", ".join(f"'{name}' was {status}" for name, status in not_connected)
+        said = "".join(_said(ends.get(name)) for name, _ in not_connected)
         return (
-            f"MCP server {listed} at the agent's first model request ({_waited(wait)}): "
+            f"MCP server {listed} at the agent's first model request ({_waited(wait)}){said}: "
             f"its tools were not offered, so the trial does not measure the arm"
         )
     declared = {_canonical(tool) for tool in declared_tools}
@@ -101,13 +115,33 @@ def tools_not_offered(
     return None
 
 
+def _ended(name: str, status: str, end: Any, offer_ms: int | None) -> str:
+    """One server that was not connected, said as what ended it (see tools_not_offered)."""
+    exit_status = getattr(end, "status", None)
+    if exit_status is not None:
+        what = f"MCP server '{name}' exited with status {exit_status} before the agent's first model request"
+    else:
+        what = (
+            f"MCP server '{name}' was {status} at the agent's first model request, {offer_ms} ms after the CLI started "
+            f"(its connection ended: not the CLI's wait)"
+        )
+    return what + _said(end)
+
+
+def _said(end: Any) -> str:
+    """`; it said: <the last line of its stderr naming an error>`, or nothing."""
+    lines = lines_naming_the_error(getattr(end, "stderr", "") or "", limit=1)
+    return f"; it said: {lines[-1].strip()}" if lines else ""
+
+
 def mcp_wait(bench: Any, arm: Any) -> McpWait:
     """The wait for this arm's MCP servers ([bench] mcp_timeout_ms)."""
     return McpWait(bench.mcp_timeout_ms, tuple(server.name for server in arm.mcp_servers))
 
 
-def arm_not_offered(bench: Any, arm: Any, result: Any) -> str | None:
-    """tools_not_offered for a finished agent run (an agent.AgentResult) of this arm."""
+def arm_not_offered(bench: Any, arm: Any, result: Any, ends: Mapping[str, Any] | None = None) -> str | None:
+    """tools_not_offered for a finished agent run (an agent.AgentResult) of this arm; `ends`: what
+    its MCP servers left (mcp_launch.server_ends)."""
     offer = result.offer
     if offer is not None and result.first_request_tools is not None:
         offer = replace(offer, first_request=result.first_request_tools)
@@ -117,6 +151,8 @@ def arm_not_offered(bench: Any, arm: Any, result: Any) -> str | None:
         declared_servers=[server.name for server in arm.mcp_servers],
         wait=mcp_wait(bench, arm),
         stopped_before_start=result.hung,
+        offer_ms=result.offer_ms,
+        ends=ends,
     )
 
 

@@ -5,7 +5,7 @@ harness broke never counted for or against the arm; a task's changes checked bef
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import checker, isolation
@@ -58,10 +58,11 @@ def _score(
     rules: isolation.ArmRules,
     ground_truth: Any,
     exec_leaks: Sequence[str] = (),
+    mcp_ends: Mapping[str, Any] | None = None,
 ) -> None:
     task = spec.bench.tasks[spec.task]
     arm = spec.bench.arms[spec.arm]
-    not_offered = arm_not_offered(spec.bench, arm, result)  # the agent never saw its arm's tools: no measure
+    not_offered = arm_not_offered(spec.bench, arm, result, mcp_ends)  # the agent never saw its arm's tools: no measure
     if not_offered:
         _mark(sample, STATUS_INVALID, None, not_offered)
         return

@@ -3,6 +3,7 @@ one sample for every way it ends."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ from ..config import BenchConfigError, fill_placeholders
 from ..confinement import Confinement, ConfinementError, confine, sandbox_limit_note, write_roots
 from ..environment import Environment, TrialInfo
 from ..isolation.tool_offer import mcp_wait
+from ..mcp_launch import ServerEnd, server_configs, server_ends
+from ..output_lines import bounded
 from ..sample import MODEL_SCRIPTED, STATUS_ERROR, utc_now_iso
 from ..secrets import redact, secret_values
 from .measurements import _fill_measurements
@@ -103,15 +106,7 @@ def _run_and_score(
                      fill_placeholders(arm.system_prompt_addition, values, where=where))
         if part
     )  # fmt: skip
-    mcp_servers = {
-        server.name: {
-            "type": "stdio",
-            "command": fill_placeholders(server.command, values, where=where),
-            "args": [fill_placeholders(arg, values, where=where) for arg in server.args],
-            "env": {key: fill_placeholders(value, values, where=where) for key, value in server.env.items()},
-        }
-        for server in arm.mcp_servers
-    }
+    mcp_servers = server_configs(arm, values, where, workdir)  # the pre-flight starts them with the same builder
     prompt = fill_placeholders(task.intent, values, where=where)
     _wait_until_ready(hooks, info, environment, bench.ready_timeout_ms)
     ground_truth = _snapshot(hooks, info, environment) if task.check_state else None
@@ -149,6 +144,7 @@ def _run_and_score(
             api_stall_ms=bench.api_stall_ms,
         )
         result = agent_runner(request)
+        mcp_ends = server_ends(workdir, mcp_servers)  # the CLI is gone: what its servers left is complete
         if scripted_model is not None:
             result.first_request_tools = scripted_model.first_request_tools
     finally:
@@ -157,12 +153,27 @@ def _run_and_score(
         if confined is not None:
             confined.close()
     _fill_measurements(sample, result)
+    _keep_server_ends(sample, result.mcp_failed, mcp_ends)
     findings = confined.findings(sample, isolation.HARMLESS_UTILITIES, bundled_cli())
     sample["exec_audit"] = confined.exec_report
     if confined.sandbox_report is not None:
         sample["sandbox"] = confined.sandbox_report
     sample["sandbox_blocked"] = confined.blocked
-    _score(spec, hooks, info, environment, sample, result, rules, ground_truth, findings)
+    _score(spec, hooks, info, environment, sample, result, rules, ground_truth, findings, mcp_ends=mcp_ends)
     if sample.get("sandbox", {}).get("reached"):  # the agent's doing: scored as usual, and said
         sample["reason"] = "; ".join(part for part in (sample["reason"], sandbox_limit_note(sample)) if part)
     not_against_the_arm(sample)
+
+
+MCP_STDERR_CHARS = 4000  # of each MCP server's stderr kept in the sample (its start and its end)
+
+
+def _keep_server_ends(sample: dict[str, Any], failed: Sequence[str], ends: Mapping[str, ServerEnd]) -> None:
+    """The sample's `mcp_failed` (the declared servers not connected as the conversation began: the
+    mark a sitting reads) and `mcp_stderr` (what each server wrote to stderr, bounded; redacted with
+    the rest of the sample)."""
+    if failed:
+        sample["mcp_failed"] = list(failed)
+    said = {name: bounded(end.stderr, MCP_STDERR_CHARS) for name, end in ends.items() if end.stderr.strip()}
+    if said:
+        sample["mcp_stderr"] = said
