@@ -412,7 +412,7 @@ def _judge(
             outside_log = None if check.endpoint else runner.outside(command, tracer, timeout=timeout)[2]
             broken.blocked = _what_was_kept(confined.view, inside_log, outside_log)
         if confined.view is not None and not broken.blocked:  # a lookup that is no open: what its output names
-            broken.blocked = confined.view.output_blocks(output, _program_of(command, confined), command)
+            broken.blocked = [block for block, _ in confined.view.output_blocks(output, _program_of(command, confined), command)]
         return broken
     return None
 

@@ -318,6 +318,7 @@ base_prompt = "Work in the folder."
 tools = ["Bash"]
 binaries = ["curl", "python3", "tar", "ln", "mkdir", "cp", "find", "sed", "awk", "sh", "xargs", "dirname", "basename",
             "rm", "sqlite3", "make", "npm", "tool"]
+probe = {{ sh = "sh -c true" }}  # dash answers no --help, -h, help or version: the pre-flight would refuse
 path = ["bin"]
 guard_exempt = ["*"]
 bootstrap = "A shell."

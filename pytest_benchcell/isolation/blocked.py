@@ -235,14 +235,14 @@ class SandboxView:
             "remedy": blocked.remedy,
         }
 
-    def output_blocks(self, output: str, program: str = "", command: str = "") -> list[Blocked]:
-        """The files a failed program's output says it could not find that the sandbox hides,
-        leaving out a path the agent's command names (as `judge` does)."""
+    def output_blocks(self, output: str, program: str = "", command: str = "") -> list[tuple[Blocked, str]]:
+        """The files a failed program's output says it could not find that the sandbox hides, each
+        with the line that named it, leaving out a path the agent's command names (as `judge` does)."""
         found = []
-        for path, _ in paths_named_missing(output, bench_root=self.bench_root, program=program):
+        for path, line in paths_named_missing(output, bench_root=self.bench_root, program=program):
             blocked = self.file(path)
             if blocked is not None and not _named_in(path, command):
-                found.append(blocked)
+                found.append((blocked, line))
         return found
 
     def judge_runs(
@@ -264,15 +264,14 @@ class SandboxView:
             output = outputs.get(run.log, "")
             if not output:
                 continue
-            lines = dict(paths_named_missing(output, bench_root=self.bench_root, program=run.program))
-            for block in self.output_blocks(output, run.program, run.command):
+            for block, line in self.output_blocks(output, run.program, run.command):
                 if (run.binary, block.target) in known or added >= _OUTPUT_BLOCKS:
                     continue
                 known.add((run.binary, block.target))
                 added += 1
                 entries.append({
                     "program": run.binary, "call": "output", "target": block.target,
-                    "error": lines.get(block.target, "")[:300], "ended": run.ended, "command": run.command,
+                    "error": line[:300], "ended": run.ended, "command": run.command,
                     "why": block.why, "remedy": block.remedy,
                     "said": "\n".join(lines_naming_the_error(output, limit=SAID_LINES)),
                 })  # fmt: skip
