@@ -49,6 +49,22 @@ def test_every_page_under_docs_is_in_the_site() -> None:
     assert written == {path.name for path in docs_text.pages()[1:]}
 
 
+def test_no_user_page_speaks_of_the_projects_own_history() -> None:
+    """History lives in CHANGELOG.md: a reader's page says what is, not which issue changed it. The
+    Contributing pages (benchmarks, architecture) may name the work their figures came from."""
+    index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    contributing = re.search(r"^```\{toctree\}\n(?:.*\n)*?:caption: Contributing\n(.*?)^```", index, flags=re.M | re.S)
+    assert contributing, "docs/index.md has no Contributing caption"
+    theirs = {line.strip() + ".md" for line in contributing.group(1).splitlines() if line.strip() and not line.startswith(":")}
+    history = re.compile(r"\bissues? #?\d+|\bseed benchmark|\bearlier session|\bthis stop\b", re.IGNORECASE)
+    for path in docs_text.pages():
+        if path.name in theirs:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found = history.search(line)
+            assert not found, f"{docs_text.where(path)}:{number} speaks of the project's history ({found.group(0)!r}): move it to CHANGELOG.md"
+
+
 def test_the_front_page_opens_with_the_two_commands_and_fits_in_200_lines() -> None:
     text = docs_text.FRONT_PAGE.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 200
