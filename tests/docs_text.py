@@ -57,6 +57,13 @@ def pages() -> list[Path]:
     return [FRONT_PAGE, *(DOCS / (name if name.endswith(".md") else f"{name}.md") for name in names)]
 
 
+def first_block(text: str) -> str:
+    """The content of the first fenced code block in `text`, whatever language its fence names."""
+    found = re.search(r"^(`{3,})[\w-]*\n(.*?)^\1", text, flags=re.M | re.S)
+    assert found, "no code block follows"
+    return found.group(2)
+
+
 def where(path: Path) -> str:
     return str(path.relative_to(REPO))
 

@@ -192,7 +192,7 @@ def example_bench_with_history(pytester: pytest.Pytester) -> None:
 
 
 def readme_output_after(heading: str) -> list[str]:
-    block = SECTION.split(heading, 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    block = docs_text.first_block(SECTION.split(heading, 1)[1])
     return block.splitlines()
 
 
@@ -223,7 +223,7 @@ def test_the_measured_figures_quoted_are_the_table_and_say_whether_they_meet_the
     # the prose does not call missed (by how much), is a false promise.
     import re
 
-    table = SECTION.split("<summary>The table of that run</summary>", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    table = docs_text.first_block(SECTION.split("<summary>The table of that run</summary>", 1)[1])
     rows = [line for line in table.splitlines() if line.strip()]
 
     def measured(world: str, tasks: int, what: str) -> tuple[float, str]:

@@ -711,7 +711,7 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
 def readme_block_after(words: str) -> str:
     text = docs_text.text()
     after = text[text.index(words) :]
-    return after.split("```\n", 1)[1].split("\n```", 1)[0]
+    return docs_text.first_block(after).rstrip("\n")
 
 
 def comparable(text: str) -> str:

@@ -205,9 +205,14 @@ def call_hooks(namespace: dict[str, Any], tmp_path: Path, where: str) -> None:
             namespace["pytest_benchcell_teardown"](trial=info, environment=environment)
 
 
-def test_the_documentation_has_blocks_of_every_kind() -> None:
-    kinds = {(block.language, block.marker) for block in doc_blocks()}
-    assert {("toml", None), ("python", None), ("", None), ("", "no-run"), ("", "output")} <= kinds
+def test_the_documentation_has_blocks_of_every_kind_and_each_names_its_language() -> None:
+    blocks = doc_blocks()
+    kinds = {(block.language, block.marker) for block in blocks}
+    assert {("toml", None), ("python", None), ("bash", None), ("bash", "no-run"), ("text", "output")} <= kinds
+    unnamed = [str(block) for block in blocks if not block.language]
+    assert not unnamed, f"these code blocks name no language (a reader's page highlights them as Python): {unnamed}"
+    output = [str(block) for block in blocks if block.marker == "output" and block.language not in ("text", "json", "toml")]
+    assert not output, f"output blocks are text (or the format they show): {output}"
 
 
 @pytest.mark.slow
@@ -232,7 +237,7 @@ def test_every_block_of_every_page(scratch: Path, known_options: dict[str, set[s
             exec(compile(block.text, where, "exec"), namespace)  # noqa: S102 - the documentation's own examples
             call_hooks(namespace, tmp_path / f"hooks-{name}", where)
             continue
-        assert block.language in ("", "bash", "sh", "console"), f"{where}: unknown block language {block.language!r}"
+        assert block.language in ("bash", "sh", "console"), f"{where}: block language {block.language!r} is neither toml, python nor a shell"
         for chain in commands(block.text):
             for argv in chain:
                 check_command(argv, known_options, where)

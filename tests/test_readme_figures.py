@@ -197,7 +197,7 @@ def test_wilson_example_and_determinism(tmp_path: Path) -> None:
     assert render_terminal(build_report(store, ReportSettings())) == render_terminal(build_report(store, ReportSettings()))
 
 
-CALIBRATION = SECTION.split("<summary>The calibration table of that run</summary>", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+CALIBRATION = docs_text.first_block(SECTION.split("<summary>The calibration table of that run</summary>", 1)[1])
 MISSED = r"(?:: missed by ([\d.]+) points)?"  # how the prose says a goal is missed, and by how much
 
 # Each figure the prose quotes from benchmarks/calibration.py: the sentence (one group per figure, then

@@ -166,7 +166,7 @@ def test_a_far_spool_goes_once_its_samples_are_stored_and_each_sample_says_where
 
 
 REPO = Path(__file__).resolve().parents[1]
-RECIPE = re.compile(r"<!-- readme-test: no-run: the far machine's recipe[^>]*-->\n```\n(.*?)```", re.S)
+RECIPE = re.compile(r"<!-- readme-test: no-run: the far machine's recipe[^>]*-->\n```[\w-]*\n(.*?)```", re.S)
 # What a far Python is given before the recipe runs, so that the test need not unpack the SDK's
 # 385 MB again: every package of this one but the plugin's own and those its install must bring.
 BROUGHT_BY_THE_RECIPE = ("pytest", "_pytest", "py.", "pluggy", "xdist", "execnet", "filelock", "bashlex", "tomli_w", "pyseccomp")
