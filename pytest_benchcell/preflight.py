@@ -29,15 +29,12 @@ Knows nothing of pytest: plugin.py calls `run_preflight` and turns its refusal i
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import shutil
-import signal
 import socket
-import subprocess
-import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -46,21 +43,17 @@ from .config import Arm, Bench, fill_placeholders
 from .confinement import Confinement, ConfinementError, confine, sandbox_state, search_path
 from .isolation import exec_audit
 from .isolation.blocked import Blocked, SandboxView, endpoint_in, readable_entries, toml_list
-from .isolation.hygiene import removed_variables
-from .leftovers import printable
 from .output_lines import lines_naming_the_error
-from .preflight_mcp import McpFailure, check_servers, mcp_refusal
+from .preflight_mcp import McpFailure, ServerCheck, mcp_refusal
+from .preflight_runner import COMMAND_TIMEOUT_S, Runner
 from .secrets import secret_values
 from .trial import HarnessError, provisioned
 
 __all__ = ["Check", "Broken", "Unjudged", "Preflight", "run_preflight", "checks_for_binaries", "PREFLIGHT_TRIAL"]
 
 PREFLIGHT_TRIAL = 0  # the trial number the pre-flight's environment is provisioned with
-COMMAND_TIMEOUT_S = 60.0  # one run of an arm's checks (inside) or of one command (outside)
 CONNECT_TIMEOUT_S = 2.0
 OUTPUT_LINES = 6  # lines of a failing program's output quoted in its message (those naming the error)
-OUTPUT_CHARS = 800
-KEPT_CHARS = 16000  # of a check's output, kept to pick the lines naming the error from (Node's come first)
 # Where no declared or default check of a binary works outside the sandbox: the usual spellings of a
 # help or version request, tried outside in this order (the first that works is the check), each with
 # the trial's variables and folder, stdin closed, stopped after SPELLING_TIMEOUT_S.
@@ -285,49 +278,84 @@ def checks_for_binaries(arm: Arm) -> list[Check]:
 
 
 def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind: str, *, cli: str) -> Preflight:
-    """Run the pre-flight for `arms` (arm -> the task its environment is provisioned for)."""
+    """Run the pre-flight for `arms` (arm -> the task its environment is provisioned for). An arm's
+    MCP servers are asked in a thread while the next arms are checked; its environment is torn down
+    once they have answered."""
     started = time.monotonic()
     found = Preflight()
-    for name, task in arms.items():
-        arm = bench.arms[name]
-        programs = "Bash" in arm.tools and sandbox_state(bench, arm).available and bool(checks_for_binaries(arm) or arm.env)
-        if not programs and not arm.mcp_servers:
-            continue
-        try:
-            with provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks) as (info, environment, folder, values):
-                _check_arm(bench, arm, task, info, environment, folder, values, cli, found, programs=programs)
-        except (HarnessError, ConfinementError) as exc:
-            found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
+    asking: list[tuple[str, ServerCheck]] = []
+    # Arms with MCP servers first: their servers start while the other arms are checked.
+    ordered = sorted(arms.items(), key=lambda item: not bench.arms[item[0]].mcp_servers)
+    with ExitStack() as kept:  # the environments of arms whose MCP servers are still being asked
+        for name, task in ordered:
+            arm = bench.arms[name]
+            programs = "Bash" in arm.tools and sandbox_state(bench, arm).available and bool(checks_for_binaries(arm) or arm.env)
+            if not programs and not arm.mcp_servers:
+                continue
+            try:
+                with ExitStack() as environment_of_arm:
+                    info, environment, folder, values = environment_of_arm.enter_context(
+                        provisioned(bench, name, task, PREFLIGHT_TRIAL, model_kind, hooks)
+                    )
+                    servers = _check_arm(bench, arm, task, info, environment, folder, values, cli, found, programs=programs)
+                    if servers is not None:
+                        asking.append((name, servers))
+                        kept.enter_context(_until_answered(servers, environment_of_arm.pop_all()))
+            except (HarnessError, ConfinementError) as exc:
+                found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
+        for name, servers in asking:
+            found.mcp_failures += servers.result()
     found.seconds = time.monotonic() - started
     return found
+
+
+@contextmanager
+def _until_answered(servers: ServerCheck, environment: ExitStack) -> Iterator[None]:
+    """Keep an arm's environment until its MCP servers have answered (or failed), then tear it down."""
+    try:
+        yield
+    finally:
+        _wait_quietly(servers)  # also when the sitting is stopped half-way
+        environment.close()
+
+
+def _wait_quietly(servers: ServerCheck) -> None:
+    """Wait for the servers' answers; what their check raised is read from result() by whoever reports it."""
+    try:
+        servers.result()
+    except Exception:  # noqa: BLE001 - only waiting here
+        pass
 
 
 def _check_arm(
     bench: Bench, arm: Arm, task: str, info: Any, environment: Any, folder: Path, values: Mapping[str, str], cli: str,
     found: Preflight, *, programs: bool = True,
-) -> None:  # fmt: skip
+) -> ServerCheck | None:  # fmt: skip
+    """Check the arm's programs in its sandbox; its MCP servers are asked meanwhile, in a thread
+    whose check is returned (None for an arm without servers)."""
     where = f"{bench.path}: [arms.{arm.name}] preflight"
     confined = confine(bench, arm, info, environment, values, folder, cli, where, require_audit=False, untraced=True)
+    servers = None
     try:
         if arm.mcp_servers:  # outside the sandbox, as the CLI starts them: the same environment serves both checks
-            found.mcp_failures += check_servers(
-                bench, arm, values, confined.env, info.agent_cwd, folder, secret_values(bench, arm, environment)
+            servers = ServerCheck(
+                bench, arm, values, dict(confined.env), info.agent_cwd, folder, secret_values(bench, arm, environment)
             )
             found.mcp_arms.append(arm.name)
             found.mcp_servers += len(arm.mcp_servers)
         if not programs:
-            return
+            return servers
         checks = [
             replace(check, commands=tuple(fill_placeholders(command, values, where=where) for command in check.commands))
             for check in checks_for_binaries(arm)
         ]
         checks += _endpoint_checks(arm, confined)
         if not checks or confined.prefix is None:
-            return
+            return servers
         found.arms.append(arm.name)
         found.checks += len(checks)
-        runner = _Runner(confined, info.agent_cwd)
-        inside = runner.inside_all(checks)
+        runner = Runner(confined, info.agent_cwd)
+        inside = runner.inside_all([check.commands for check in checks])
         for check, (command, status, _) in zip(checks, inside):
             if status == 0:
                 continue
@@ -351,8 +379,13 @@ def _check_arm(
                 found.notes.append(f"pre-flight: arm {arm.name}: {check.label} ({check.endpoint}) stopped answering outside the sandbox")
             else:
                 found.unjudged.append(Unjudged(arm.name, check, attempts))
+    except BaseException:
+        if servers is not None:  # its environment is torn down as this propagates: let the servers answer first
+            _wait_quietly(servers)
+        raise
     finally:
         confined.close()
+    return servers
 
 
 def _endpoint_checks(arm: Arm, confined: Confinement) -> list[Check]:
@@ -381,7 +414,7 @@ FLAKY = "flaky"  # a check that failed inside worked when run there again
 
 
 def _judge(
-    arm: Arm, check: Check, runner: _Runner, confined: Confinement, attempts: list[tuple[str, int, str]],
+    arm: Arm, check: Check, runner: Runner, confined: Confinement, attempts: list[tuple[str, int, str]],
     timeout: float = COMMAND_TIMEOUT_S, *, ran_inside: bool = True,
 ) -> Broken | str | None:  # fmt: skip
     """Run a check that failed inside outside the sandbox; when one of its commands works there, it
@@ -417,7 +450,7 @@ def _judge(
     return None
 
 
-def _try_spellings(arm: Arm, check: Check, runner: _Runner, confined: Confinement, attempts: list[tuple[str, int, str]]) -> Broken | str | None:
+def _try_spellings(arm: Arm, check: Check, runner: Runner, confined: Confinement, attempts: list[tuple[str, int, str]]) -> Broken | str | None:
     """A binary whose default checks fail outside too: its other usual spellings, outside, the first
     that works judged inside as any check (SPELLING_TIMEOUT_S each)."""
     verdict = _judge(arm, replace(check, commands=_spellings(check)), runner, confined, attempts, SPELLING_TIMEOUT_S, ran_inside=False)
@@ -485,101 +518,3 @@ def _deepest(files: Sequence[Blocked], bench_root: str) -> list[Blocked]:
             continue
         kept.append(blocked)
     return kept
-
-
-class _Runner:
-    """Runs commands as the trial's Bash tool would: through the confinement's shell prefix (inside)
-    or plain bash (outside), with the variables the CLI would pass on and the agent's folder."""
-
-    def __init__(self, confined: Confinement, cwd: Path) -> None:
-        self.confined = confined
-        self.cwd = cwd
-        inherited = {k: v for k, v in os.environ.items() if k not in set(removed_variables(os.environ, declared=confined.env))}
-        self.env = {**inherited, **confined.env}
-        self.env.pop("CLAUDE_CODE_SHELL_PREFIX", None)  # a command never sees it
-
-    def inside_all(self, checks: Sequence[Check]) -> list[tuple[str, int, str]]:
-        """Every check in one command through the prefix (one sandbox start): per check, the command
-        that decided it, its exit status and its output."""
-        mark = f"@@benchcell-preflight-{secrets.token_hex(8)}"
-        parts = []
-        for index, check in enumerate(checks):
-            parts.append("s=1")
-            for alternative, command in enumerate(check.commands):
-                guard = "" if alternative == 0 else "if [ $s -ne 0 ]; then "
-                end = "" if alternative == 0 else "; fi"
-                parts.append(
-                    f"{guard}( {command}\n) </dev/null 2>&1; s=$?; printf '\\n{mark} {index} {alternative} %d\\n' $s{end}"
-                )
-        # Untraced: whether they work is all this pass asks; a failing one runs again, traced (inside_one).
-        prefix = self.confined.untraced_prefix or self.confined.prefix
-        status, output = self._run([str(prefix), "\n".join(parts)])
-        results: list[tuple[str, int, str]] = [(check.commands[0], 1, "") for check in checks]
-        chunk: list[str] = []
-        for line in output.splitlines():
-            if line.startswith(mark + " "):
-                index, alternative, code = (int(word) for word in line.split()[1:4])
-                results[index] = (checks[index].commands[alternative], code, "\n".join(chunk))
-                chunk = []
-            else:
-                chunk.append(line)
-        if status != 0 and not any(line.startswith(mark) for line in output.splitlines()):
-            tail = printable(output.strip()[-OUTPUT_CHARS:])
-            raise ConfinementError(f"the pre-flight's command did not run in the sandbox (exit {status}): {tail}")
-        return results
-
-    def inside_one(self, command: str, *, traced: bool = True) -> tuple[int, str, exec_audit.StraceLog | None]:
-        audit = self.confined.audit if traced else None
-        before = set(os.listdir(audit.logs)) if audit is not None else set()
-        prefix = self.confined.prefix if traced else (self.confined.untraced_prefix or self.confined.prefix)
-        status, output = self._run([str(prefix), f"( {command}\n) </dev/null 2>&1"])
-        log = None
-        if audit is not None:
-            new = sorted(set(os.listdir(audit.logs)) - before)
-            if new:
-                log = exec_audit.parse_strace((audit.logs / new[-1]).read_text(errors="replace"), log=new[-1])
-        return status, _clip(output), log
-
-    def outside(
-        self, command: str, tracer: exec_audit.Tracer | None, *, timeout: float = COMMAND_TIMEOUT_S
-    ) -> tuple[int, str, exec_audit.StraceLog | None]:
-        shell = self.confined.audit.shell if self.confined.audit is not None else "/bin/bash"
-        argv = [shell, "-c", f"( {command}\n) </dev/null 2>&1"]
-        if tracer is None:
-            status, output = self._run(argv, timeout=timeout)
-            return status, _clip(output), None
-        with tempfile.TemporaryDirectory(prefix="benchcell-preflight-") as scratch:
-            log_path = Path(scratch) / "outside.log"
-            status, output = self._run([tracer.program, *tracer.options(), "-o", str(log_path), *argv], timeout=timeout)
-            text = log_path.read_text(errors="replace") if log_path.exists() else ""
-        return status, _clip(output), exec_audit.parse_strace(text, log="outside")
-
-    def _run(self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S) -> tuple[int, str]:
-        process = subprocess.Popen(
-            list(argv), cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        try:
-            out, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop(process)
-            out, _ = process.communicate()
-            return 124, out.decode(errors="replace") + f"\n(stopped after {timeout:.0f} s)"
-        except BaseException:  # Ctrl-C: its own session does not get the terminal's signal
-            _stop(process)
-            raise
-        return process.returncode, out.decode(errors="replace")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    process.wait()
-
-
-def _clip(output: str) -> str:
-    text = printable(output.strip(), newlines=True)
-    return text if len(text) <= KEPT_CHARS else "..." + text[-KEPT_CHARS:]
-

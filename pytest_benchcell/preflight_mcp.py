@@ -16,6 +16,8 @@ Knows nothing of pytest.
 
 from __future__ import annotations
 
+import threading
+
 import os
 import shlex
 import time
@@ -97,6 +99,32 @@ def check_servers(
             failure.stderr = redact({"stderr": failure.stderr}, secrets)["stderr"]
             failures.append(failure)
     return failures
+
+
+class ServerCheck:
+    """`check_servers` in a thread of its own, so that a sitting's other arms are checked meanwhile:
+    an MCP server's start (often an interpreter importing the `mcp` package) is the pre-flight's
+    longest single wait. `result()` waits for it and gives its failures, or raises what it raised."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._failures: list[McpFailure] = []
+        self._error: BaseException | None = None
+        # A daemon: a Ctrl-C of the sitting does not wait on a server's answer (the client's own
+        # timeout ends the thread, and the server dies with its supervisor's shell).
+        self._thread = threading.Thread(target=self._run, args=args, kwargs=kwargs, name="benchcell-mcp-preflight", daemon=True)
+        self._thread.start()
+
+    def _run(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            self._failures = check_servers(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread by result()
+            self._error = exc
+
+    def result(self) -> list[McpFailure]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._failures
 
 
 @dataclass
