@@ -13,3 +13,5 @@ exclude_patterns = ["_build"]
 myst_heading_anchors = 3  # GitHub's anchors for h1 to h3, so `page.md#a-heading` links resolve and are checked
 html_theme = "furo"
 html_title = "pytest-benchcell"
+html_static_path = ["_static"]
+html_css_files = ["output.css"]  # output blocks wrap instead of scrolling

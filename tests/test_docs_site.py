@@ -42,6 +42,11 @@ def test_the_site_builds_with_every_warning_an_error(tmp_path: Path) -> None:
     for page in docs_text.pages()[1:]:
         assert (tmp_path / page.with_suffix(".html").name).is_file(), page
     assert 'href="docs/' not in front, "a link of the front page still points at docs/ on the site"
+    # Output wider than the page wraps instead of scrolling: the tutorial's text blocks get the rule.
+    tutorial = (tmp_path / "tutorial.html").read_text(encoding="utf-8")
+    assert 'class="highlight-text' in tutorial and "_static/output.css" in tutorial
+    rule = (tmp_path / "_static" / "output.css").read_text(encoding="utf-8")
+    assert re.search(r"div\.highlight-text pre \{[^}]*white-space: pre-wrap", rule)
 
 
 def test_every_page_under_docs_is_in_the_site() -> None:
