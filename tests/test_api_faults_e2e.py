@@ -369,7 +369,9 @@ def pytest_benchcell_update_sample(trial, sample):
     import pathlib
     note = pathlib.Path(TEARDOWN_LOG).parent / ".benchcell-spool" / (sample["sitting"] + ".stop")
     note.parent.mkdir(exist_ok=True)
-    note.write_text("benchcell stops the sitting: a note of the controller")
+    partial = note.with_name(note.name + ".partial")  # whole, then renamed, as the controller writes it
+    partial.write_text("benchcell stops the sitting: a note of the controller")
+    partial.replace(note)
 """
 
 

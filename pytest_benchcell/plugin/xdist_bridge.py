@@ -135,15 +135,21 @@ class _XdistBridge:
 
     def tell_workers_to_stop(self, reason: str) -> None:
         """Workers on this machine see the stop file before their next trial (remote.stop_file); a
-        worker elsewhere stops by the same rule applied to its own trials, or once xdist shuts it down."""
+        worker elsewhere stops by the same rule applied to its own trials, or once xdist shuts it down.
+        Written whole under another name, then renamed: a worker that read it half-written (empty)
+        would stop without the reason, and the sitting's summary would not say why."""
+        import os
+
         from ..remote import stop_file
 
         path = stop_file(self.state.bench.root, self.state.sitting_id)
+        partial = path.with_name(f"{path.name}.tmp-{os.getpid()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(reason, encoding="utf-8")
-        except OSError:
-            pass  # the workers stop after the trials already handed to them
+            partial.write_text(reason, encoding="utf-8")
+            os.replace(partial, path)
+        except OSError:  # the workers stop after the trials already handed to them
+            partial.unlink(missing_ok=True)
 
     def tell_workers_arm_stopped(self, stopped: dict[str, str]) -> None:
         """Workers on this machine read which arms are stopped before each trial (remote.arm_stop_file);
