@@ -204,16 +204,15 @@ def test_the_example_benchs_mcp_arm_passes_the_pre_flight() -> None:
     assert found.summary().startswith("pre-flight: 1 MCP server of 1 arm started as in a trial and offers the arm's tools")
 
 
-def test_an_mcp_arms_servers_are_asked_while_the_other_arms_are_checked() -> None:
+def test_an_mcp_arms_servers_are_asked_while_the_other_arms_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCP arm is provisioned first and torn down last, once its server has answered: its
     server's start overlaps the shell arms' checks (benchmarks/preflight_cost.py times it)."""
     from types import SimpleNamespace
 
     from test_preflight import example_bench, example_hooks
 
-    from pytest_benchcell import preflight_mcp
+    from pytest_benchcell import preflight
     from pytest_benchcell.agent import bundled_cli
-    from pytest_benchcell.preflight import run_preflight
 
     hooks = example_hooks()
     calls: list[str] = []
@@ -225,7 +224,10 @@ def test_an_mcp_arms_servers_are_asked_while_the_other_arms_are_checked() -> Non
 
         return call
 
-    asked = preflight_mcp.check_servers
+    # The check_servers the pre-flight's thread calls (the module run_preflight itself reached: an
+    # in-process pytester sitting may have left another copy of preflight_mcp in sys.modules).
+    thread_globals = preflight.ServerCheck._run.__globals__
+    asked = thread_globals["check_servers"]
 
     def slow_to_answer(*args: Any, **kwargs: Any) -> Any:  # the server answers after the shell arm is done
         failures = asked(*args, **kwargs)
@@ -234,11 +236,8 @@ def test_an_mcp_arms_servers_are_asked_while_the_other_arms_are_checked() -> Non
         return failures
 
     spied = SimpleNamespace(**{name: logged(name) for name in ("pytest_benchcell_provision", "pytest_benchcell_ready", "pytest_benchcell_teardown")})
-    preflight_mcp.check_servers = slow_to_answer
-    try:
-        found = run_preflight(example_bench(), {"cli-skill": "close-export", "mcp": "close-export"}, spied, "scripted", cli=bundled_cli())
-    finally:
-        preflight_mcp.check_servers = asked
+    monkeypatch.setitem(thread_globals, "check_servers", slow_to_answer)
+    found = preflight.run_preflight(example_bench(), {"cli-skill": "close-export", "mcp": "close-export"}, spied, "scripted", cli=bundled_cli())
     assert (found.refuses, found.notes, found.arms, found.mcp_arms) == (False, [], ["cli-skill"], ["mcp"])
     order = [call for call in calls if not call.startswith("pytest_benchcell_ready")]
     assert order == [
