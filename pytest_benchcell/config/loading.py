@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import tool_identity
 from ..api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES, MIN_API_STALL_MS
 from ..isolation.limits import DEFAULT_LIMITS, Limits
-from .. import tool_identity
 from .arms import _parse_arm
 from .model import (
     DEFAULT_EXEC_AUDIT,

@@ -207,7 +207,9 @@ class Bench:
     def conditions(self, arm: str, task: str, *, turn_cap: int | None = None, wall_clock_ms: int | None = None) -> dict[str, Any]:
         """What decides whether two samples may be pooled: everything the agent meets during the
         trial. Portable: program names, text content and templates as written, never a folder of
-        this machine (the arm's `path` folders are where its binaries are found, not what they are)."""
+        this machine (the arm's `path` folders are where its binaries are found, not what they are);
+        what the binaries and an MCP server's files are (content hashes, version lines) comes from
+        `tool_identity`, the same for the same build on any machine."""
         arm_def, task_def = self.arms[arm], self.tasks[task]
         return _toml_safe(
             {
