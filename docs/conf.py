@@ -7,7 +7,10 @@ exactly that (tests/test_docs_site.py).
 """
 
 project = "pytest-benchcell"
-extensions = ["myst_parser"]
+copyright = "2026, the pytest-benchcell authors"
+# sphinx-copybutton: a copy button on every code block; its default prompt handling leaves our
+# blocks (no "$ " prompts) as they are.
+extensions = ["myst_parser", "sphinx_copybutton"]
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build"]
 myst_heading_anchors = 3  # GitHub's anchors for h1 to h3, so `page.md#a-heading` links resolve and are checked

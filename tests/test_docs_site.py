@@ -45,6 +45,8 @@ def test_the_site_builds_with_every_warning_an_error(tmp_path: Path) -> None:
     # Output wider than the page wraps instead of scrolling: the tutorial's text blocks get the rule.
     tutorial = (tmp_path / "tutorial.html").read_text(encoding="utf-8")
     assert 'class="highlight-text' in tutorial and "_static/output.css" in tutorial
+    assert "copybutton.js" in tutorial, "every code block has a copy button (sphinx-copybutton)"
+    assert "2026, the pytest-benchcell authors" in tutorial
     rule = (tmp_path / "_static" / "output.css").read_text(encoding="utf-8")
     assert re.search(r"div\.highlight-text pre \{[^}]*white-space: pre-wrap", rule)
 
