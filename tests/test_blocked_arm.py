@@ -15,16 +15,7 @@ from pathlib import Path
 
 import pytest
 from sample_factory import make_sample, write_samples
-
-from pytest_benchcell.isolation import sandbox
-from pytest_benchcell.isolation.exec_audit import find_tracer
-
-TOOL = sandbox.find_sandbox()
-TRACER = find_tracer()
-needs_sandbox = pytest.mark.skipif(not TOOL.available, reason=f"the sandbox cannot run here: {TOOL.reason}")
-needs_audit = pytest.mark.skipif(
-    not (TRACER.available and TRACER.accesses), reason=f"the execution audit cannot trace opens here: {TRACER.reason}"
-)
+from test_preflight import needs_audit, needs_sandbox
 
 BENCH = """
 [bench]
