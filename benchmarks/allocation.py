@@ -59,7 +59,7 @@ DIFFERENT = {"cli-skill": (0.0, 1.0), "cli": (0.0, 1.0), "mcp": (-0.25, 1.6), "r
 # raw-api 0.10 below cli-skill: inside the smallest effect of 0.15, but not by much, so neither claim
 # comes soon; the comparison that decides last then holds cli-skill and raw-api in every sitting.
 IN_BETWEEN = {**DIFFERENT, "raw-api": (-0.10, 1.3)}
-IDENTICAL = {arm: (0.0, 1.0) for arm in ARMS}
+IDENTICAL = dict.fromkeys(ARMS, (0.0, 1.0))
 # One metric differs, the other is equivalent (issue 27): mcp solves 0.25 fewer tasks for the same
 # tokens, raw-api solves as many for 1.6 times the tokens, cli is the twin.
 SPLIT = {"cli-skill": (0.0, 1.0), "cli": (0.0, 1.0), "mcp": (-0.25, 1.0), "raw-api": (0.0, 1.6)}
@@ -123,7 +123,7 @@ def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> Hi
             open_pairs = [p for p in PAIRS if any((*p, m) not in first for m in ("success", "tokens"))]
             states = judge(trials, open_pairs, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT,
                            alpha=ALPHA, compare=_compare, family=len(PAIRS) * 2)  # fmt: skip
-            counts = {cell: 1 for cell in cells}
+            counts = dict.fromkeys(cells, 1)
         for s in states:
             key = (s.arm_a, s.arm_b, s.metric)
             if s.decision == DIFFERS:

@@ -151,7 +151,7 @@ def main() -> int:
     bench = load_bench(ROOT / "bench.toml")
     hooks = example_hooks()
     phases = Phases(hooks)
-    arms = {arm: "close-export" for arm in bench.arms}
+    arms = dict.fromkeys(bench.arms, "close-export")
     cli = bundled_cli()
     preflight.run_preflight(bench, arms, hooks, "scripted", cli=cli)  # warms caches (imports, the tracer check)
     totals = []

@@ -45,7 +45,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .agent_result import AgentRequest, AgentResult, _absorb_result, _attach_tool_result, _offer, _whole
 from .agent_result import GuardFunction as GuardFunction
@@ -146,7 +146,7 @@ async def _run(request: AgentRequest) -> AgentResult:
         transcriber.recorder.start()
         transcriber.recorder.add("prompt", system_prompt=request.system_prompt, prompt=request.prompt)
 
-    async def guard_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def guard_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:  # the SDK's hook output
         tool_name = str(hook_input.get("tool_name", ""))
         tool_input = hook_input.get("tool_input") or {}
         allowed, reason = request.guard(tool_name, tool_input)
@@ -182,7 +182,7 @@ async def _run(request: AgentRequest) -> AgentResult:
         # Every call still passes the guard hook first; allowed_tools only stops the CLI from
         # asking a permission question nobody is there to answer.
         allowed_tools=list(request.tools) + [f"mcp__{name}__*" for name in request.mcp_servers],
-        mcp_servers={name: dict(config) for name, config in request.mcp_servers.items()},
+        mcp_servers={name: cast(Any, dict(config)) for name, config in request.mcp_servers.items()},  # stdio configs
         strict_mcp_config=True,
         setting_sources=[],
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[guard_hook])]},
@@ -203,7 +203,7 @@ async def _run(request: AgentRequest) -> AgentResult:
         await client.query(request.prompt)
         try:
             await _collect_within_backstop(client, result, request, began, watch, transcriber)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             result.hung = True
             result.api.interrupted(watch.ms())
             if transcriber is not None:
@@ -267,7 +267,7 @@ async def _collect_within_backstop(
         starting.cancel()
     if not (started.is_set() or collecting.done()):
         await _cancel(collecting)
-        raise asyncio.TimeoutError
+        raise TimeoutError
     if result.offer is not None:
         # A declared server not connected as the conversation begins leaves the agent without the
         # arm's tools for good (the CLI does not wait for it later): stop before its requests play.
@@ -299,7 +299,7 @@ async def _collect_within_backstop(
                 raise _ApiEnded
             if time.monotonic() >= deadline:
                 await _cancel(collecting)
-                raise asyncio.TimeoutError
+                raise TimeoutError
             due_ms = watch.log.stall_due_ms()
             if due_ms is not None and watch.ms() >= due_ms:
                 watch.log.stalled_ms = watch.ms()
@@ -408,7 +408,7 @@ def _feed_log(message: Any, result: AgentResult, watch: _Watch) -> None:
     due_ms = log.stall_due_ms()
     if isinstance(message, sdk.StreamEvent):
         event = message.event if isinstance(message.event, dict) else {}
-        start = event.get("message") if isinstance(event.get("message"), dict) else {}
+        start = started if isinstance(started := event.get("message"), dict) else {}
         log.stream_event(watch.ms(), str(event.get("type")), start.get("id"))
     elif isinstance(message, sdk.SystemMessage):
         data = message.data if isinstance(message.data, dict) else {}

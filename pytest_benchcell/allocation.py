@@ -294,7 +294,7 @@ def plan_decisions(
             return False
         return budget is None or unknown_cost or spent_tokens + tokens <= budget
 
-    rounds = {pair: 0 for pair in undecided_pairs}  # whole rounds given; a cut round is retried next time
+    rounds = dict.fromkeys(undecided_pairs, 0)  # whole rounds given; a cut round is retried next time
     needed = {pair: pairs_to_decide([s for s in states if (s.arm_a, s.arm_b) == pair]) for pair in undecided_pairs}
     while True:
         progressed = False

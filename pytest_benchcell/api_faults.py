@@ -269,9 +269,9 @@ def classify(log: ApiLog, end: RunEnd) -> ApiFault | None:
     """The API fault that ended the run, or None when the run's end is the agent's (or the harness's)."""
     last = log.pending[-1] if log.pending else None
     if log.stalled_ms is not None:
-        silent = log.stalled_ms - log.stall_ms
+        stalled_from = log.stalled_ms - log.stall_ms
         where = "mid-reply" if log.streaming is not None else "before the reply began"
-        detail = f"no byte for {log.stall_ms} ms {where} ([bench] api_stall_ms), from {silent / 1000:.1f} s into the conversation"
+        detail = f"no byte for {log.stall_ms} ms {where} ([bench] api_stall_ms), from {stalled_from / 1000:.1f} s into the conversation"
         return ApiFault(KIND_STALLED, None, "stall", log.attempts(end.end_ms), detail)
     if log.refused_ms is not None:
         assert last is not None  # refusals are retries

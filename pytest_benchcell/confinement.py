@@ -29,6 +29,7 @@ from .isolation import exec_audit, sandbox
 from .isolation.blocked import Mounts, SandboxView, endpoints_offered
 from .isolation.hygiene import HygieneError, cli_wrapper, curated_bin, removed_variables
 from .isolation.limits import LimitWatch
+from .isolation.sandbox import Endpoint, TrialNetwork
 from .isolation.tool_offer import mcp_wait
 
 GUARD_OFF = "*"  # in guard_exempt: the in-band guard allows every Bash command (testing the audits)
@@ -70,8 +71,8 @@ class Confinement:
     cli_path: Path  # the launcher of the CLI
     audit: exec_audit.ExecAudit | None
     sandbox: sandbox.SandboxTool
-    network: sandbox.TrialNetwork | None = None
-    endpoints: tuple[sandbox.Endpoint, ...] = ()
+    network: TrialNetwork | None = None
+    endpoints: tuple[Endpoint, ...] = ()
     network_held: bool = True  # the network namespace was still there when the run ended
     exec_report: dict[str, Any] | None = None  # what the execution audit saw (the sample's exec_audit)
     limits: LimitWatch | None = None  # the watch on the trial's disk, files and processes

@@ -261,7 +261,7 @@ class _LogWriter:
         spec = L.EvalSpec(
             eval_id=digest,
             run_id=digest,
-            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            created=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             task=arm,
             task_id=digest,
             task_display_name=f"{arm} ({self.selection.model_kind} model)",
@@ -302,7 +302,7 @@ class _LogWriter:
             stats=L.EvalStats(started_at=starts[0] if starts else "", completed_at=ends[-1] if ends else "", model_usage=usage),
             samples=samples,
         )
-        stamp = (utc_moment(starts[-1]) if starts else None) or _dt.datetime.now(_dt.timezone.utc)
+        stamp = (utc_moment(starts[-1]) if starts else None) or _dt.datetime.now(_dt.UTC)
         # Inspect's own name shape (timestamp_task_id): the same selection always gets the same name.
         return log, f"{stamp.strftime('%Y-%m-%dT%H-%M-%S')}_{arm}_{digest}{LOG_SUFFIX}"
 
@@ -319,7 +319,7 @@ class _LogWriter:
         if events is not None and self.selection.secrets:
             events = redact({"events": events}, self.selection.secrets)["events"]
         intent = self.intent(trial.store_root, sample)
-        started = utc_moment(sample.get("started_at")) or _dt.datetime.now(_dt.timezone.utc)
+        started = utc_moment(sample.get("started_at")) or _dt.datetime.now(_dt.UTC)
         model = str(sample.get("model") or "unknown")
         if events:
             self.with_transcript += 1
@@ -337,7 +337,7 @@ class _LogWriter:
                       "leaks": sample.get("leaks") or [], "rescored": bool(sample.get("rescored"))},
         )  # fmt: skip
         duration = sample.get("duration_ms")
-        seconds = duration / 1000.0 if type(duration) in (int, float) else None
+        seconds = duration / 1000.0 if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
         bounds = sample.get("bounds") or {}
         limit = None
         if verdict == OUTCOME_CONFUSED and type(bounds.get("turn_cap")) is int:
@@ -416,7 +416,7 @@ def _usage(ai: Any, sample: Mapping[str, Any], model_name: Callable[[str], str])
             input_tokens_cache_write=counts["cache_write"],
             input_tokens_cache_read=counts["cache_read"],
             total_tokens=sum(counts.values()),
-            total_cost=float(cost) if type(cost) in (int, float) and len(by_model) == 1 else None,
+            total_cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and len(by_model) == 1 else None,
         )
     return out
 

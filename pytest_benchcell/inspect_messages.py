@@ -26,7 +26,7 @@ def utc_moment(text: Any) -> _dt.datetime | None:
         moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=_dt.UTC)
 
 
 def _tool_error(ai: Any, call: Mapping[str, Any]) -> Any:
@@ -132,7 +132,7 @@ class _TranscriptReplay:
             self.messages.insert(0, M.ChatMessageUser(content=self.intent or "(no prompt recorded)"))
         for message_id in list(self.parts):  # responses the stream cut before they ended
             self.messages.append(self.assistant(message_id))
-        for call_id, (use, t_ms) in self.uses.items():  # calls that never got a result
+        for use, t_ms in self.uses.values():  # calls that never got a result
             self.events.append(self.tool_event(use, t_ms, None, "", self.ai.tool.ToolCallError("cancelled", "no result: the trial ended first")))
         return self.messages, self.events
 
@@ -146,7 +146,7 @@ class _TranscriptReplay:
         M, E = self.ai.model, self.ai.event
         model = str(line.get("model") or self.model)
         message = self.assistant(str(line.get("message_id")))
-        tokens = line.get("usage") if isinstance(line.get("usage"), Mapping) else {}
+        tokens = usage if isinstance(usage := line.get("usage"), Mapping) else {}
         counts = {name: int_or_zero(tokens.get(name)) for name in TOKEN_COMPONENTS}
         usage = M.ModelUsage(
             input_tokens=counts["fresh_input"], output_tokens=counts["output"],

@@ -51,7 +51,7 @@ def lines_naming_the_error(text: str, *, limit: int = 6, width: int = 300) -> li
     shown: list[str] = []
     previous = None
     for at in sorted(picked):
-        between = lines[previous + 1 : at] if previous is not None else []
+        between: list[str] = lines[previous + 1 : at] if previous is not None else []
         if between and all(_MARKER.match(line) for line in between):
             shown += between  # the carets under a picked line: part of it
         elif between:

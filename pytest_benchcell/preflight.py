@@ -303,7 +303,7 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
                         kept.enter_context(_until_answered(servers, environment_of_arm.pop_all()))
             except (HarnessError, ConfinementError) as exc:
                 found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
-        for name, servers in asking:
+        for _name, servers in asking:
             found.mcp_failures += servers.result()
     found.seconds = time.monotonic() - started
     return found
@@ -429,7 +429,7 @@ def _judge(
         if check.endpoint:
             endpoint = endpoint_in(check.endpoint)
             works = endpoint is not None and _answers(endpoint.host, endpoint.port)
-            outside = (0 if works else 1, "", None)
+            outside: tuple[int, str, exec_audit.StraceLog | None] = (0 if works else 1, "", None)
         else:
             outside = runner.outside(command, None, timeout=timeout)
         if outside[0] != 0:

@@ -213,7 +213,7 @@ class Receiver:
         except OSError:
             pass  # the sample still counts; its transcript stays in the worker's spool (merge carries it)
         self.store.append_store_line(stored)
-        self.received[sample_id] = trial  # type: ignore[assignment]
+        self.received[sample_id] = trial
         if transcript.transcript_status(self.store.root, sample) == transcript.KEPT:
             self.kept.add(sample_id)
         return sample

@@ -100,7 +100,7 @@ class Definition:
 
 
 def zero_tokens() -> dict[str, int]:
-    return {name: 0 for name in TOKEN_COMPONENTS}
+    return dict.fromkeys(TOKEN_COMPONENTS, 0)
 
 
 def tokens_from_snake(usage: Mapping[str, Any] | None) -> dict[str, int]:
@@ -144,7 +144,7 @@ def new_sample_id() -> str:
 
 
 def utc_now_iso() -> str:
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 

@@ -22,7 +22,7 @@ MAX_TRIALS_PER_CELL = 10_000
 
 
 def new_sitting_id() -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{secrets.token_hex(3)}"
 
 

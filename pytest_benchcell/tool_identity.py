@@ -185,7 +185,7 @@ def _read_named_files(script: str, size: int) -> tuple[str, ...]:
         line = _CD_PWD.sub(lambda match: match.group(1), _SCRIPT_FOLDER.sub(MARK, line))
         for name, value in variables.items():
             line = line.replace("${" + name + "}", value)
-            line = re.sub(rf"\${name}(?![A-Za-z0-9_])", lambda _: value, line)
+            line = re.sub(rf"\${name}(?![A-Za-z0-9_])", lambda _: value, line)  # noqa: B023 - called at once
         assignment = _ASSIGNMENT.match(line)
         if assignment:
             variables[assignment.group(1)] = assignment.group(2).strip("\"'")

@@ -92,7 +92,7 @@ class _Transcriber:
         kind = event.get("type")
         if kind == "message_start":
             self._end_response(complete=False)  # a response that never ended before the next began
-            start = event.get("message") if isinstance(event.get("message"), dict) else {}
+            start = message if isinstance(message := event.get("message"), dict) else {}
             if self.requests == self.answered:  # a request the CLI did not announce
                 self.requests += 1
                 self.recorder.add("model_request", request=self.requests)
@@ -106,10 +106,10 @@ class _Transcriber:
                 **({"parent_tool_use_id": parent_tool_use_id} if parent_tool_use_id else {}),
             }
         elif kind == "message_delta" and self.response is not None:
-            delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+            delta = given if isinstance(given := event.get("delta"), dict) else {}
             self.response["stop_reason"] = delta.get("stop_reason") or self.response["stop_reason"]
             # The final usage: output always; the input fields when the API repeats them.
-            reported = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            reported = usage if isinstance(usage := event.get("usage"), dict) else {}
             snake = {key: value for key, value in reported.items() if value is not None}
             self.response["usage"].update(
                 {name: value for name, value in tokens_from_snake(snake).items() if _SNAKE[name] in snake}

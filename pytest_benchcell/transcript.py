@@ -378,8 +378,8 @@ def prune(
         if path is None:
             continue
         cell = (str(sample.get("model_kind")), str(sample.get("arm")), str(sample.get("task")))
-        started = _utc(sample.get("started_at"))
-        selected = (before is None or (started is not None and started < before)) and (
+        started_at = _utc(sample.get("started_at"))
+        selected = (before is None or (started_at is not None and started_at < before)) and (
             not older_definitions or conditions_of(sample) != newest[cell][1]
         )
         if not selected:
@@ -421,7 +421,7 @@ def _utc(text: Any) -> _dt.datetime | None:
         parsed = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed.replace(tzinfo=_dt.timezone.utc) if parsed.tzinfo is None else parsed
+    return parsed.replace(tzinfo=_dt.UTC) if parsed.tzinfo is None else parsed
 
 
 def _json_line(value: Mapping[str, Any]) -> bytes:

@@ -11,7 +11,7 @@ from typing import Any
 from pytest_benchcell.store import Store
 
 _ids = itertools.count(1)
-_EPOCH = _dt.datetime(2026, 12, 2, 12, 0, 0, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(2026, 12, 2, 12, 0, 0, tzinfo=_dt.UTC)
 
 
 def iso(minutes: float) -> str:

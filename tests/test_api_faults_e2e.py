@@ -13,7 +13,6 @@ import gzip
 import json
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import pytest
 from benches import BENCH_TOML, CONFTEST, write_bench

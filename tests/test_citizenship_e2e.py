@@ -155,7 +155,7 @@ def test_changes_that_do_not_resolve_spend_nothing_and_skip_the_task(pytester: p
     (sample,) = samples(pytester, "bare", "close-99")  # the skipped trials are gaps, never samples
     assert sample["reason"].startswith(reason) and sample["turns"] == 0 and sample["tool_calls"] == []
     assert not (pytester.path / "script.log").exists()  # no script, so no scripted model and no request
-    assert json.loads(json.dumps(sample["usage"]["total"])) == {k: 0 for k in sample["usage"]["total"]}
+    assert json.loads(json.dumps(sample["usage"]["total"])) == dict.fromkeys(sample["usage"]["total"], 0)
 
 
 RUNS_EVERYTHING_TWICE = CONFTEST + '''

@@ -22,7 +22,7 @@ from pytest_benchcell import Probe, checker, isolation
 from pytest_benchcell.checker import check_answer, fact_from_config
 from pytest_benchcell.config import fill_placeholders, load_bench
 from pytest_benchcell.environment import TrialInfo
-from pytest_benchcell.scripted import Answer, Repeat, ToolUse
+from pytest_benchcell.scripted import Answer, Repeat
 from pytest_benchcell.trial import arm_rules, differences_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,6 @@ import os
 import pwd
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path

@@ -33,7 +33,7 @@ TASKS = tuple(f"t{n}" for n in range(4))
 # arm -> (success shift against base, token ratio against base), per world. "rough" is the case:
 # the same tokens by construction, a success gap; "twin" is base again; "dear" costs 30% more.
 WORLDS = {
-    "identical": {arm: (0.0, 1.0) for arm in ARMS},
+    "identical": dict.fromkeys(ARMS, (0.0, 1.0)),
     "differ": {"base": (0.0, 1.0), "rough": (-0.35, 1.0), "twin": (0.0, 1.0), "dear": (0.0, 1.3)},
     "close": {"base": (0.0, 1.0), "rough": (-0.1, 1.1), "twin": (0.0, 1.0), "dear": (-0.2, 1.6)},
 }
@@ -217,4 +217,4 @@ def test_the_listing_and_the_json_report_read_the_same(pytester: pytest.Pytester
             pair, cells = tuple(cells[0].strip().split(" vs ")), cells[1:]
         assert pair is not None
         assert cells[1].strip().removesuffix(" (generalizes)") == from_report[(*pair, cells[0].strip())]
-    assert {claim for claim in from_report.values()} - {"undecided"}  # something was decided
+    assert set(from_report.values()) - {"undecided"}  # something was decided

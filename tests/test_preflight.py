@@ -697,7 +697,7 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
     from pytest_benchcell.preflight import run_preflight
 
     bench = example_bench()
-    found = run_preflight(bench, {arm: "close-export" for arm in bench.arms}, example_hooks(), "scripted", cli=bundled_cli())
+    found = run_preflight(bench, dict.fromkeys(bench.arms, "close-export"), example_hooks(), "scripted", cli=bundled_cli())
     assert (found.broken, found.notes) == ([], [])
     assert found.arms == ["cli-skill", "native", "raw-api"]  # the mcp arm has no shell: nothing runs in a sandbox
     assert found.mcp_arms == ["mcp"] and found.mcp_failures == []  # ... its MCP server is started and asked instead

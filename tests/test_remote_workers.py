@@ -5,7 +5,6 @@ test's own on 127.0.0.1 where one is installed); real CLI, scripted model."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import textwrap
 import threading
 import tomllib
 from pathlib import Path

@@ -129,7 +129,7 @@ def test_mcp_timeout_ms_defaults_to_a_minute_and_bad_values_get_one_clear_error(
     assert load_bench(path).mcp_timeout_ms == 90_000
     for value in ("500", '"60s"', "true"):
         path.write_text(BENCH.format(setting=f"mcp_timeout_ms = {value}"))
-        with pytest.raises(BenchConfigError, match=rf"bench.toml: \[bench\] mcp_timeout_ms has value .*; allowed: a whole number >= 1000$"):
+        with pytest.raises(BenchConfigError, match=r"bench.toml: \[bench\] mcp_timeout_ms has value .*; allowed: a whole number >= 1000$"):
             load_bench(path)
 
 

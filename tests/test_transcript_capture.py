@@ -13,7 +13,7 @@ from test_trial_exits import Hooks, spec_for, stored
 
 from pytest_benchcell.agent import _sdk
 from pytest_benchcell.transcribing import _Transcriber
-from pytest_benchcell.transcript import Recorder, events_of, read_transcript
+from pytest_benchcell.transcript import Recorder, read_transcript
 from pytest_benchcell.trial import run_trial
 
 

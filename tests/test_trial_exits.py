@@ -121,7 +121,7 @@ def test_changes_that_do_not_resolve_end_the_trial_before_the_agent(tmp_path: Pa
                        on_recorded=lambda sample, task_unusable: seen.append(task_unusable))  # fmt: skip
     assert calls == []  # the agent never started
     assert "script" not in hooks.calls  # nor the scripted model
-    assert sample["status"] == "error" and sample["usage"]["total"] == {k: 0 for k in sample["usage"]["total"]}
+    assert sample["status"] == "error" and sample["usage"]["total"] == dict.fromkeys(sample["usage"]["total"], 0)
     assert sample["reason"].startswith(
         "task close-99: change 1 (set issues[number=99].state): issues[number=99] matches no element "
         "(number values present: 1, 2)"

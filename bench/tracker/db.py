@@ -126,14 +126,14 @@ def load(path: str | Path, document: dict[str, Any]) -> None:
         with _connect(path) as conn:
             for table in ("comments", "issue_labels", "issues", "labels"):
                 conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
-            conn.executemany("INSERT INTO labels VALUES (?, ?)", [(l["name"], l["color"]) for l in document["labels"]])
+            conn.executemany("INSERT INTO labels VALUES (?, ?)", [(label["name"], label["color"]) for label in document["labels"]])
             for issue in document["issues"]:
                 assignee = (issue.get("assignees") or [None])[0]
                 conn.execute(
                     "INSERT INTO issues VALUES (?, ?, ?, ?, ?)",
                     (issue["number"], issue["title"], issue.get("body", ""), issue.get("state", "open"), assignee),
                 )
-                conn.executemany("INSERT INTO issue_labels VALUES (?, ?)", [(issue["number"], l) for l in issue.get("labels", [])])
+                conn.executemany("INSERT INTO issue_labels VALUES (?, ?)", [(issue["number"], label) for label in issue.get("labels", [])])
                 conn.executemany(
                     "INSERT INTO comments (issue, author, body) VALUES (?, ?, ?)",
                     [(issue["number"], c["author"], c["body"]) for c in issue.get("comments", [])],

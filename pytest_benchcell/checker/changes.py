@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from .state import is_number, selector_text, show
 
@@ -53,7 +53,7 @@ class _Select:
         return selector_text(self.key, self.value)
 
 
-_Segment = Union[_Key, _Index, _Select]
+_Segment = _Key | _Index | _Select
 
 _KEY_TOKEN = re.compile(r"[^.\[\]]+")
 _BRACKET_TOKEN = re.compile(r'\[((?:"(?:[^"\\]|\\.)*"|[^\]"])*)\]')

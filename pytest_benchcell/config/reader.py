@@ -5,7 +5,7 @@ command line's counts (`positive_int`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..names import NAME_RULE, case_clashes, name_problem
 from .model import BenchConfigError, did_you_mean
@@ -21,7 +21,7 @@ class _Reader:
             self.fail(where, table, "a table")
         self.table: dict[str, Any] = table
 
-    def fail(self, key: str, value: Any, allowed: str, *, choices: Any = ()) -> None:
+    def fail(self, key: str, value: Any, allowed: str, *, choices: Any = ()) -> NoReturn:
         raise BenchConfigError(
             f"{self.file}: {self._key(key)} has value {_show(value)}{did_you_mean(value, choices)}; allowed: {allowed}"
         )

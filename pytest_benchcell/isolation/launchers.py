@@ -5,6 +5,7 @@ start, or the reason the guard cannot tell."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -276,10 +277,9 @@ def _resolve_source(args: Sequence[Word]) -> Launch:
 
 RESOLVERS: dict[str, Callable[[Sequence[Word]], Launch]] = {
     **{
-        name: (lambda args, name=name, spec=spec: _resolve_wrapper(name, spec, args))
-        for name, spec in _WRAPPERS.items()
+        name: functools.partial(_resolve_wrapper, name, spec) for name, spec in _WRAPPERS.items()
     },
-    **{name: (lambda args, name=name: _resolve_shell(name, args)) for name in SHELLS},
+    **{name: functools.partial(_resolve_shell, name) for name in SHELLS},
     "env": _resolve_env,
     "xargs": _resolve_xargs,
     "find": _resolve_find,

@@ -132,7 +132,7 @@ def _parse(source: str) -> list[Any]:
     return trees
 
 
-class _HereDocumentEnd(bashlex.ast.nodevisitor):  # type: ignore[misc]
+class _HereDocumentEnd(bashlex.ast.nodevisitor):
     def __init__(self) -> None:
         self.end = -1
 

@@ -140,15 +140,15 @@ class ArmChecker:
                 return reason
         if not found.words:
             return ""
-        name = found.words[0]
+        first = found.words[0]
         by = f" (started by {found.launched_by})" if found.launched_by else ""
-        if name.literal is None:
+        if first.literal is None:
             return (
-                f"the program name `{name.text}`{by} {name.dynamic}, so the guard cannot tell which "
+                f"the program name `{first.text}`{by} {first.dynamic}, so the guard cannot tell which "
                 f"program would run; write the program name literally. In arm '{self.rules.arm}' "
                 f"{self.offer()}."
             )
-        program = name.literal
+        program = first.literal
         if "/" in program:
             return self.path_reason(program, by)
         if program in self.functions:

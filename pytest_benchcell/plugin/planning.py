@@ -100,7 +100,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
                     if trials:
                         first_task.setdefault(arm, task)
                 preflight_notes = _preflight(config, bench, first_task, model_kind)
-            scored = {cell: 0 for cell in cells}  # the tally lives on the controller
+            scored = dict.fromkeys(cells, 0)  # the tally lives on the controller
             counts = {}
         else:
             counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
@@ -117,7 +117,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             else:
                 # xdist workers collect with the controller's numbers, so it reserves them before they
                 # start, and the pre-flight runs before that (workers on this machine need no other).
-                arms_to_check = {}
+                arms_to_check: dict[str, str] = {}
                 for cell in cells:
                     if wanted[cell]:
                         arms_to_check.setdefault(cell[0], cell[1])
@@ -281,7 +281,7 @@ def _trials_wanted(option: Any, bench: Bench, scored: dict[tuple[str, str], int]
     from ..sitting import fill_counts
 
     if option.bench_fill is None:
-        return {cell: option.bench_trials or bench.trials for cell in scored}
+        return dict.fromkeys(scored, option.bench_trials or bench.trials)
     target = option.bench_fill or bench.floor  # a bare --bench-fill fills to the reporting floor
     return fill_counts(scored, target)
 

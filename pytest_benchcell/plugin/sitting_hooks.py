@@ -90,13 +90,15 @@ class SittingPlugin:
         except (StoreError, OSError) as exc:
             source = _store_source(self.config, state.bench)
             raise pytest.UsageError(f"{source}: {state.store.root}: {exc}; allowed: {STORE_ALLOWED}") from None
-        for index, item in enumerate(session.items):
-            if isinstance(item, TrialItem) and reserved[item.planned] != item.planned:
-                planned = reserved[item.planned]
-                renamed = TrialItem.from_parent(item.parent, name=planned.item_name, planned=planned)
-                for mark in item.own_markers:  # markers other plugins added to the item keep applying
+        for index, collected in enumerate(session.items):
+            if isinstance(collected, TrialItem) and reserved[collected.planned] != collected.planned:
+                planned = reserved[collected.planned]
+                assert collected.parent is not None  # a trial is collected by its bench file
+                renamed = TrialItem.from_parent(collected.parent, name=planned.item_name, planned=planned)
+                for mark in collected.own_markers:  # markers other plugins added to the item keep applying
                     if mark not in renamed.own_markers:
-                        renamed.add_marker(mark)
+                        # add_marker takes a decorator (a bare Mark raises ValueError): rebuild it publicly.
+                        renamed.add_marker(getattr(pytest.mark, mark.name)(*mark.args, **mark.kwargs))
                 session.items[index] = renamed
         state.trials = [reserved[item.planned] for item in selected]
 
@@ -123,7 +125,7 @@ class SittingPlugin:
         # Runs on the controller for xdist workers' reports too, so the tally is complete there.
         if report.when != "call":
             return
-        properties = dict(report.user_properties)
+        properties: dict[str, Any] = dict(report.user_properties)
         status = properties.get(STATUS_PROPERTY)
         cell = properties.get("benchcell_cell")
         if status is None or cell is None:

@@ -321,10 +321,10 @@ def empty_cell(arm: str, task: str, info: TaskInfo) -> CellSummary:
     nothing = CellFigure(None, None, 0)
     return CellSummary(
         arm=arm, task=task, tier=info.tier, bonus=info.bonus, coverage=MISSING, samples=0, scored=0,
-        invalid=0, error=0, outcomes={name: 0 for name in _OUTCOME_NAMES},
+        invalid=0, error=0, outcomes=dict.fromkeys(_OUTCOME_NAMES, 0),
         success=Rate(None, None, None, 0, 0, 0, "wilson"), cost_equivalent=nothing, raw_tokens=nothing,
         turns=nothing, duration_s=nothing, imputed_cost_usd=nothing,
-        components={name: nothing for name in TOKEN_COMPONENTS}, fingerprint=None, left_out_older=0, groups=[],
+        components=dict.fromkeys(TOKEN_COMPONENTS, nothing), fingerprint=None, left_out_older=0, groups=[],
         models={},
     )  # fmt: skip
 

@@ -58,7 +58,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -165,7 +165,7 @@ class ScriptedModel:
         if self._server is None:
             raise RuntimeError("ScriptedModel is not running; call start() first")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"  # an IPv4 server's host is a str
 
     @property
     def requests(self) -> list[dict[str, Any]]:

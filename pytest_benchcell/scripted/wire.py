@@ -73,6 +73,7 @@ def _sse_events(
         del start["usage"], delta["usage"]
     events = [_sse_event("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(content):
+        opening: dict[str, Any]
         if block["type"] == "text":
             opening = {"type": "text", "text": ""}
             change = {"type": "text_delta", "text": block["text"]}

@@ -52,7 +52,7 @@ def sign_claim_power(nonzero: int, theta: float, threshold: float) -> float:
     log_theta, log_rest = math.log(max(theta, 1e-300)), math.log(max(1.0 - theta, 1e-300))
     log_m = math.lgamma(nonzero + 1.0)
     total = 0.0
-    for k in itertools.chain(range(0, k_low + 1), range(k_high, nonzero + 1)):
+    for k in itertools.chain(range(k_low + 1), range(k_high, nonzero + 1)):
         log_choose = log_m - math.lgamma(k + 1.0) - math.lgamma(nonzero - k + 1.0)
         total += math.exp(log_choose + k * log_theta + (nonzero - k) * log_rest)
     return min(1.0, total)

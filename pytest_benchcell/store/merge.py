@@ -98,7 +98,7 @@ def merge_stores(sources: Sequence[Store], dest: Store, *, sitting: str) -> Merg
             pending = 0
             for source in sources:
                 origin = str(source.root.resolve())
-                for sample, raw in source.iter_raw(cell, result.problems):
+                for sample, _raw in source.iter_raw(cell, result.problems):
                     result.read += 1
                     sample_id = str(sample.get("id") or "")
                     if sample_id in seen:

@@ -140,7 +140,7 @@ def _lines_of(
     first = seen.get(fields[F_ID])
     if first is None:
         return ()  # a sample without an id cannot be found again
-    lines = ((first[0], fields[F_START], fields[F_END]),)
+    lines: tuple[tuple[Path, str, str], ...] = ((first[0], fields[F_START], fields[F_END]),)
     rescore = rescores.get(fields[F_ID]) if rescores else None
     if rescore is not None and rescore[F_ID] in seen:
         lines += ((seen[rescore[F_ID]][0], rescore[F_START], rescore[F_END]),)

@@ -114,7 +114,8 @@ class Store(Layout):
     def count_current(self, cell: Cell, definition: Definition | None = None) -> CellCount:
         """How the cell's scored samples stand against the current definition (floor and fill):
         rescores applied, duplicates counted once. Without a definition every scored sample counts."""
-        return count_rows(self.cell_rows(cell, problems := []), definition, problems)
+        problems: list[Problem] = []
+        return count_rows(self.cell_rows(cell, problems), definition, problems)
 
     def count_scored(self, cell: Cell, definition: Definition | None = None) -> int:
         return self.count_current(cell, definition).current

@@ -132,17 +132,17 @@ class ExecAudit:
                 _real(record.path) == policy.shell and _under_wrappers_only(_chain(record, records), policy)
                 for record in records
             )
-            for failure in program_failures(log, policy, allowed_as) if judge is not None else ():
-                key = (failure.binary, failure.access.call, failure.access.target)
-                if key not in blocked and len(blocked) < BLOCKED_LIMIT:
-                    verdict = judge(failure)
-                    if verdict is not None:
-                        blocked[key] = verdict
             if judge is not None:
+                for failure in program_failures(log, policy, allowed_as):
+                    key = (failure.binary, failure.access.call, failure.access.target)
+                    if key not in blocked and len(blocked) < BLOCKED_LIMIT:
+                        verdict = judge(failure)
+                        if verdict is not None:
+                            blocked[key] = verdict
                 command = command_of_log(log, policy)
                 if len(runs) < BLOCKED_LIMIT:
-                    found = failed_runs(log, policy, allowed_as)[: BLOCKED_LIMIT - len(runs)]
-                    runs += [replace(run, repeat=commands.get(command, 0)) for run in found]
+                    failed = failed_runs(log, policy, allowed_as)[: BLOCKED_LIMIT - len(runs)]
+                    runs += [replace(run, repeat=commands.get(command, 0)) for run in failed]
                 commands[command] = commands.get(command, 0) + 1
         missing = max(0, commands_ran - len(per_command))
         refusals = tuple(f"{name}: {why}" for name, why in sorted(refused.items()))

@@ -84,7 +84,7 @@ def failed_runs(log: StraceLog, policy: ExecPolicy, allowed_as: Mapping[int, str
     runs: dict[str, FailedRun] = {}
     for record in records:
         binary = allowed_as.get(record.index)
-        if binary not in policy.binaries or binary in runs:
+        if binary is None or binary not in policy.binaries or binary in runs:
             continue
         if any(allowed_as.get(above.index) in policy.binaries for above in _chain(record, records)):
             continue

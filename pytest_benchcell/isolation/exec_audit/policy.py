@@ -166,7 +166,7 @@ def _digest(path: str, inode: tuple[int, int, int, int]) -> str | None:
 
 
 def _chain(record: ExecRecord, records: Sequence[ExecRecord]) -> list[ExecRecord]:
-    chain = []
+    chain: list[ExecRecord] = []
     parent = record.parent
     while parent is not None and len(chain) < len(records):
         chain.append(records[parent])

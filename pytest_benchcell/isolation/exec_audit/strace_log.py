@@ -147,7 +147,7 @@ def parse_strace(text: str, log: str = "") -> StraceLog:
 def _outcome(call: str) -> re.Match[str] | None:
     """The call's result (the last `) = ...` of its line: strings before it may hold one too)."""
     last = None
-    for last in _RESULT.finditer(call):
+    for last in _RESULT.finditer(call):  # noqa: B007 - the loop keeps the last match
         pass
     return last
 

@@ -129,7 +129,7 @@ def _catalogue(settings: ReportSettings, summaries: Mapping[tuple[str, str], Cel
     return dict(sorted(found.items()))
 
 
-def _problem_text(store: Store, problem: Problem) -> str:
+def _problem_text(store: Store | StoreSet, problem: Problem) -> str:
     try:
         where = problem.path.relative_to(store.root).as_posix()
     except ValueError:

@@ -162,10 +162,10 @@ def paired_within_task(cell_a: Sequence[Trial], cell_b: Sequence[Trial]) -> list
     return pairs + list(zip(left_a, left_b))
 
 
-def _sitting(trial: Sequence[object]) -> object:
+def _sitting(trial: Sequence[object]) -> str:
     """The trial's sitting; trials with none recorded (older samples, callers that keep no sittings)
     share one, so they pair k-th with k-th as before sittings were kept."""
-    return trial[3] if len(trial) > 3 else ""
+    return str(trial[3]) if len(trial) > 3 else ""
 
 
 def _pair(evidence: _Evidence, family: stats.Family) -> PairComparison:

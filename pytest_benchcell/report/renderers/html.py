@@ -170,7 +170,9 @@ def _tier_bars(MplFigure: Any, report: Report) -> Any:
     colours = _colours(report.arms)
     width = 0.8 / max(1, len(report.arms))
     for i, arm in enumerate(report.arms):
-        xs, heights, errors = [], [], ([], [])
+        xs: list[float] = []
+        heights: list[float] = []
+        errors: tuple[list[float], list[float]] = ([], [])
         for j, section in enumerate(tiers):
             row = next(r for r in section.rows if r.arm == arm)
             if row.cost_equivalent.mean is None:

@@ -91,7 +91,7 @@ def _with_interval(value: float | None, low: float | None, high: float | None, s
 
 
 def _figure_text(figure: Figure, show: Callable[[float | None], str]) -> str:
-    return _with_interval(figure.mean, figure.low, figure.high, show)  # type: ignore[arg-type]
+    return _with_interval(figure.mean, figure.low, figure.high, show)
 
 
 def _rate_text(rate: Rate) -> str:
