@@ -13,8 +13,7 @@ import pytest
 from sample_factory import cell_samples, write_samples
 
 from pytest_benchcell.report import ReportSettings, build_report, render_json, render_markdown, render_terminal
-from pytest_benchcell.report.figures.definition_changes import changes_between
-from pytest_benchcell.report.figures.definitions import in_counting_order
+from pytest_benchcell.report.figures import changes_between, in_counting_order
 from pytest_benchcell.report.renderers.html import render_html
 from pytest_benchcell.sample import Definition
 from pytest_benchcell.store import Store
