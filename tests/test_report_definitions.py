@@ -184,3 +184,22 @@ def test_changes_name_lists_and_long_texts_by_what_changed() -> None:
         ("the skill's text", "80 characters", "82 characters: 1 lines added, 0 removed"),
         ("the turn cap", "16", "20"),
     }
+
+
+def test_an_edited_task_under_the_same_arm_definition_counts_its_newest_definition(tmp_path: Path) -> None:
+    """The task's own part of the conditions is not the arm's: an edited intent is no new arm definition,
+    and of the task's two definitions the newest counts, the other is said to be left out."""
+    store = write_samples(tmp_path, [])
+    definition_samples(store, "old", minutes=0, passes=2, tokens=4000)
+    definition_samples(store, "new", minutes=100, passes=4, tokens=2000, skill="other")
+    task_edited = conditions("t1", skill="other")
+    task_edited["task"]["intent"] = "do t1, differently"
+    store.write_definitions("edited-t1-s", {"bench": {"name": "b"}, "conditions": task_edited, "scoring": {}})
+    for sample in cell_samples("cli", "t1", 2, start_trial=500, minutes=500, tier="read", outcome="incorrect"):
+        sample["provenance"] = {**sample["provenance"], "fingerprint": "edited-t1", "conditions": "edited-t1", "scoring": "s"}
+        store.append(sample)
+    [arm] = build_report(store, ReportSettings()).definitions
+    old, new = arm.definitions
+    assert (new.scored, new.passes) == (2 + 4 + 4, 0 + 4 + 4)  # t1's newest definition: 2 trials, none passed
+    assert arm.left_out_older_task_definitions == 4
+    assert "earlier definition of a task itself" in "\n".join(render_terminal(build_report(store, ReportSettings())))

@@ -88,3 +88,6 @@ class ArmDefinitions:
     definitions: list[ArmDefinition] = field(default_factory=list)  # in the order first seen
     comparison: DefinitionComparison | None = None  # None: no current definition, or no task both have
     left_out_stale_scoring: int = 0  # samples judged under an older scoring (a rescore brings them in)
+    # samples of an earlier definition of a task itself (its intent or tier) under the same arm definition:
+    # a definition counts one definition of each task, the current one (else the newest)
+    left_out_older_task_definitions: int = 0

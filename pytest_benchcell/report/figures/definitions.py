@@ -49,8 +49,10 @@ def arm_definitions(
     """Each arm with samples of more than one definition, its definitions in the order first seen, over
     the scored tasks (bonus tasks and those the bench leaves out take no part, as in every scored table)."""
     counted = set(scored_tasks)
+    current_conditions = {definition.conditions for definition in (settings.definitions or {}).values()}
     found_per_arm: dict[str, dict[str, _Found]] = {}
     stale: dict[str, int] = {}
+    older_task: dict[str, int] = {}
     for (arm, task), cell_groups in sorted(groups.items()):
         if task not in counted:
             continue
@@ -61,6 +63,10 @@ def arm_definitions(
             conditions = stored.conditions(pool_key)
             key = arm_definition_id(conditions) if conditions is not None else UNRECORDED + pool_key
             found = found_per_arm.setdefault(arm, {}).setdefault(key, _Found(key, conditions))
+            kept = found.groups.get(task)
+            if kept is not None:  # one arm definition, two of the task's own: the current (else newest) one counts
+                dropped, group = sorted((kept, group), key=lambda one: _task_rank(one, current_conditions))
+                older_task[arm] = older_task.get(arm, 0) + dropped.samples
             found.groups[task] = group
     compared = [arm for arm in arms if len(found_per_arm.get(arm, {})) > 1]
     alpha = (1.0 - settings.confidence) / max(1, 2 * len(compared))  # Bonferroni over arms x two metrics
@@ -78,8 +84,13 @@ def arm_definitions(
             earlier = max(others, key=lambda one: (one.last_seen, one.key))
             labels = {one.key: figures.label for one, figures in zip(found, definitions)}
             comparison = _compare(earlier, current, labels, alpha, settings.confidence, len(compared))
-        out.append(ArmDefinitions(arm, definitions, comparison, stale.get(arm, 0)))
+        out.append(ArmDefinitions(arm, definitions, comparison, stale.get(arm, 0), older_task.get(arm, 0)))
     return out
+
+
+def _task_rank(group: _Group, current_conditions: set[str]) -> tuple[bool, str, str]:
+    """Sorts last the group a definition keeps for a task: of the bench's current conditions, else the newest."""
+    return (group.fingerprint in current_conditions, group.last_seen, group.fingerprint)
 
 
 def _current(arm: str, found: Sequence[_Found], settings: ReportSettings) -> _Found | None:

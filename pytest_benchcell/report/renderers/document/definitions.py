@@ -52,6 +52,9 @@ def _arm_blocks(arm: ArmDefinitions) -> list[Block]:
     if arm.left_out_stale_scoring:
         blocks += [Text(f"Left out: {plural(arm.left_out_stale_scoring, 'sample')} judged under an older scoring "
                         "(`--bench-rescore` brings them up to date).")]  # fmt: skip
+    if arm.left_out_older_task_definitions:
+        blocks += [Text(f"Left out: {plural(arm.left_out_older_task_definitions, 'sample')} of an earlier definition "
+                        "of a task itself (its intent or tier), under the same definition of the arm.")]  # fmt: skip
     return blocks
 
 
@@ -71,11 +74,10 @@ def _changes_item(one: ArmDefinition, before: ArmDefinition) -> str:
     head = f"{before.label} \u2192 {one.label}: "
     if not one.recorded or not before.recorded:
         return head + "not known (a definition's conditions are not in the store's definitions files)"
-    if not one.changes:
-        return head + "nothing in the arm's conditions (the tasks' own definitions differ)"
-    return head + "; ".join(
+    named = "; ".join(
         f"{change.what} ({change.before or 'absent'} \u2192 {change.after or 'absent'})" for change in one.changes
     )
+    return head + (named or "no difference in the stored conditions")
 
 
 def comparison_text(comparison: DefinitionComparison) -> str:
