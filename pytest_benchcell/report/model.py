@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import statistics as stats
 from ..sample import MODEL_KINDS, TOKEN_COMPONENTS, Definition
+from .definition_model import ArmDefinitions
 
 REPORT_SCHEMA_VERSION = 5
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
@@ -471,6 +472,9 @@ class Report:
     cost_per_success: CostPerSuccessTable
     # Where trials ran, per host and arm; empty unless the samples used ran on more than one host.
     hosts: list[HostRow] = field(default_factory=list)
+    # Per arm with samples of more than one definition: each one's figures, what changed, and the
+    # current one against an earlier one (figures/definitions.py); empty when no arm has two.
+    definitions: list[ArmDefinitions] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(dataclasses.asdict(self))

@@ -9,7 +9,8 @@ re-exported here (`from pytest_benchcell import statistics as stats`):
 * ``decisions``: ``compare_paired``, one decision for one paired comparison; ``Family`` (Bonferroni on
   e-values) and ``decide``, the one verdict every place that prints a comparison reads;
 * ``planning``: the power of a sign claim and the smallest detectable effects;
-* ``cost``: cost per verified success; ``pass_k``: pass^k.
+* ``cost``: cost per verified success; ``pass_k``: pass^k;
+* ``unpaired``: two definitions of one arm compared unpaired (different sittings), anytime-valid.
 
 Pure and stdlib-only (Student's t is computed here from the regularized incomplete beta, so the base
 install needs no scipy). Every Monte-Carlo function takes an explicit integer ``seed`` and draws from
@@ -130,6 +131,13 @@ from .planning import (
     smallest_detectable,
     success_mde,
 )
+from .unpaired import (
+    UnpairedDifference,
+    anchored_log_tokens,
+    success_difference,
+    token_ratio,
+    unpaired_difference,
+)
 
 __all__ = [
     "BETS",
@@ -197,5 +205,10 @@ __all__ = [
     "token_e_process",
     "token_log_ratio",
     "two_sided_z",
+    "UnpairedDifference",
+    "anchored_log_tokens",
+    "success_difference",
+    "token_ratio",
+    "unpaired_difference",
     "wilson_interval",
 ]

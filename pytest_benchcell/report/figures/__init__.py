@@ -46,12 +46,16 @@ One module a responsibility, every public name re-exported here:
 * ``cost``: cost per verified success;
 * ``hosts``: where trials ran, per host and arm (only when the samples used ran on more than one host);
 * ``comparisons``: the pairwise comparisons, the paired trials in time order, each verdict's sentence;
-* ``notices``: provenance and the notices.
+* ``notices``: provenance and the notices;
+* ``definitions`` (with ``definition_changes``): an arm's definitions side by side, what changed, and
+  the current one against an earlier one, unpaired.
 """
 
 from .build import build_report
 from .comparisons import BETTING_METHOD, SIGN_METHOD, paired_in_time_order, paired_within_task
 from .cost import COST_PER_SUCCESS_METHOD
+from .definition_changes import changes_between
+from .definitions import arm_definitions, in_counting_order
 from .headline import LOGNORMAL_METHOD, MIN_TASKS, NO_INTERVAL, SUCCESS_METHOD, T_METHOD
 from .hosts import where_trials_ran
 
@@ -64,7 +68,10 @@ __all__ = [
     "SIGN_METHOD",
     "SUCCESS_METHOD",
     "T_METHOD",
+    "arm_definitions",
     "build_report",
+    "changes_between",
+    "in_counting_order",
     "paired_in_time_order",
     "paired_within_task",
     "where_trials_ran",

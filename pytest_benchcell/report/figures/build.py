@@ -20,10 +20,12 @@ from ..model import (
     TaskEntry,
     TaskInfo,
 )
-from ..reading import Trial, empty_cell, newest, read_cell, summarize_cell
+from ..reading import Trial, _Group, empty_cell, newest, read_cell, summarize_cell
+from ..stored_definitions import StoredConditions
 from .comparisons import _comparisons
 from .context import _Context, _headline_tasks
 from .cost import _cost_per_success
+from .definitions import arm_definitions
 from .headline import _arm_coverage, _headline, _outcomes, _pass_hat_k, _tiers
 from .hosts import Place, where_trials_ran
 from .notices import _notices, _provenance
@@ -47,8 +49,9 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     trials: dict[tuple[str, str], list[Trial]] = {}
     samples_read = usage_unknown = 0
     places: list[Place] = []
+    every_group: dict[tuple[str, str], dict[str, _Group]] = {}  # for the Definitions section
     for cell in selected:
-        groups = read_cell(store, cell, weights, problems, settings.definitions)
+        groups = every_group[(cell.arm, cell.task)] = read_cell(store, cell, weights, problems, settings.definitions)
         samples_read += sum(group.samples for group in groups.values())
         definition = (settings.definitions or {}).get((cell.arm, cell.task))
         # The group the cell reports (None: none usable): with the bench known its current conditions
@@ -112,6 +115,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         provenance=provenance,
         cost_per_success=_cost_per_success(context, headline_tasks),
         hosts=where_trials_ran(places, arms),
+        definitions=arm_definitions(every_group, arms, settings, StoredConditions(store), z, context.scored_tasks()),
     )
     return dataclasses.replace(report, notices=_notices(report, context))
 

@@ -6,6 +6,7 @@ what is said and how each figure is written, one module a part, every public nam
 * ``outline``: ``document``, the sections in order;
 * ``summary``: the header, headline, cost per verified success, coverage, tiers, components, outcomes, pass^k;
 * ``comparisons``: the Comparisons section and ``claim_text``;
+* ``definitions``: the Definitions section (an arm's definitions side by side) and ``comparison_text``;
 * ``cells``: the per-cell detail, the bonus tasks, where trials ran, provenance;
 * ``failures``: the trials that did not pass, with ``viewer_command`` and ``transcript_uri``.
 """
