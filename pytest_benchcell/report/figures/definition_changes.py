@@ -92,9 +92,9 @@ def _shown(before: Any, after: Any) -> tuple[str, str]:
         return texts[0], texts[1]
     old_lines, new_lines = texts[0].splitlines(), texts[1].splitlines()
     diff = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=0))
-    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-    return _size(texts[0]), f"{_size(texts[1])}: {added} lines added, {removed} removed"
+    lines_added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    lines_removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    return _size(texts[0]), f"{_size(texts[1])}: {lines_added} lines added, {lines_removed} removed"
 
 
 def _size(text: str) -> str:

@@ -62,12 +62,12 @@ def arm_definitions(
                 continue
             conditions = stored.conditions(pool_key)
             key = arm_definition_id(conditions) if conditions is not None else UNRECORDED + pool_key
-            found = found_per_arm.setdefault(arm, {}).setdefault(key, _Found(key, conditions))
-            kept = found.groups.get(task)
+            definition = found_per_arm.setdefault(arm, {}).setdefault(key, _Found(key, conditions))
+            kept = definition.groups.get(task)
             if kept is not None:  # one arm definition, two of the task's own: the current (else newest) one counts
                 dropped, group = sorted((kept, group), key=lambda one: _task_rank(one, current_conditions))
                 older_task[arm] = older_task.get(arm, 0) + dropped.samples
-            found.groups[task] = group
+            definition.groups[task] = group
     compared = [arm for arm in arms if len(found_per_arm.get(arm, {})) > 1]
     alpha = (1.0 - settings.confidence) / max(1, 2 * len(compared))  # Bonferroni over arms x two metrics
     out = []
