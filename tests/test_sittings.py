@@ -187,3 +187,31 @@ def test_trials_of_different_arms_are_interleaved(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(
         ["bench.toml::shell-say-hello-t1", "bench.toml::bare-say-hello-t1", "bench.toml::shell-say-hello-t2", "bench.toml::bare-say-hello-t2"]
     )
+
+
+RESERVES_MEANWHILE = '''
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    from pytest_benchcell.store import Cell, Store
+
+    for item in items:
+        item.add_marker(pytest.mark.added_by_another_plugin)
+    # another sitting reserves trial 1 of the cell between this sitting's preview and its reservation
+    Store(config.rootpath / "results").reserve_previewed(Cell("scripted", "bare", "say-hello"), [1], sitting="other")
+
+
+def pytest_runtest_setup(item):
+    print(f"MARKED {item.name} {item.get_closest_marker('added_by_another_plugin') is not None}")
+'''
+
+
+def test_a_trial_moved_to_a_fresh_number_keeps_the_markers_other_plugins_added(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, conftest=CONFTEST + "\nimport pytest\n" + RESERVES_MEANWHILE)
+    result = pytester.runpytest(
+        "--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted", "--bench-trials", "1", "-s",
+        "-W", "ignore::pytest.PytestUnknownMarkWarning",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*MARKED bare-say-hello-t2 True*"])
+    assert [s["trial"] for s in stored(pytester.path, "bare", "say-hello")] == [2]

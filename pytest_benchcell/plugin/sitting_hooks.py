@@ -97,8 +97,9 @@ class SittingPlugin:
                 renamed = TrialItem.from_parent(collected.parent, name=planned.item_name, planned=planned)
                 for mark in collected.own_markers:  # markers other plugins added to the item keep applying
                     if mark not in renamed.own_markers:
-                        # add_marker takes a decorator (a bare Mark raises ValueError): rebuild it publicly.
-                        renamed.add_marker(getattr(pytest.mark, mark.name)(*mark.args, **mark.kwargs))
+                        # What add_marker does with a decorator (a bare Mark it refuses with ValueError).
+                        renamed.own_markers.append(mark)
+                        renamed.keywords[mark.name] = mark
                 session.items[index] = renamed
         state.trials = [reserved[item.planned] for item in selected]
 
