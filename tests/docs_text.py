@@ -114,13 +114,13 @@ def headings(path: Path) -> list[tuple[int, str, int]]:
 
 
 def section(title: str) -> str:
-    """The text under the one heading titled so (any page, any level), up to the next heading of
-    level 3 or above, or the page's end."""
+    """The text under the one heading titled so (any page, any level), its subsections included: up
+    to the next heading of its own level or above, or the page's end."""
     found = [(path, level, line) for path in pages() for level, name, line in headings(path) if name == title]
     assert len(found) == 1, f"the documentation has {len(found)} headings titled {title!r} (expected exactly one)"
-    path, _, line = found[0]
+    path, own, line = found[0]
     lines = _read(path).splitlines()
-    end = next((other for level, _, other in headings(path) if other > line and level <= 3), len(lines))
+    end = next((other for level, _, other in headings(path) if other > line and level <= own), len(lines))
     return "\n".join(lines[line + 1 : end]) + "\n"
 
 
