@@ -20,6 +20,7 @@ from made_once import made_once
 from test_readme import page_blocks
 
 from pytest_benchcell.config import load_bench
+from pytest_benchcell.report.verdict_text import margin_text
 from pytest_benchcell.statistics.decisions import Family, compare_paired, margin_of
 
 PAGE = docs_text.DOCS / "reading-a-report.md"
@@ -131,3 +132,6 @@ def test_what_an_equivalence_takes_is_what_the_page_says() -> None:
     tokens = first_equivalent([0.02 * ((i % 3) - 1) for i in range(400)], "tokens", margin_of("tokens", smallest_effect), family)
     success = first_equivalent([0.0] * 400, "success", margin_of("success", smallest_effect), family)
     assert (tokens, success) == (int(said.group(1)), int(said.group(2)))
+    # The words are the report's own for these margins.
+    assert margin_text("tokens", margin_of("tokens", smallest_effect)) == "±20%"
+    assert margin_text("success", margin_of("success", smallest_effect)) == "±15 pp"
