@@ -10,7 +10,13 @@ project = "pytest-benchcell"
 copyright = "2026, the pytest-benchcell authors"
 # sphinx-copybutton: a copy button on every code block; its default prompt handling leaves our
 # blocks (no "$ " prompts) as they are.
-extensions = ["myst_parser", "sphinx_copybutton"]
+# autodoc: the Python reference (api.md) from the docstrings; sphinxarg: the `benchcell` commands'
+# reference (cli.md) from their argparse parsers, so neither can drift from the code.
+extensions = ["myst_parser", "sphinx_copybutton", "sphinx.ext.autodoc", "sphinxarg.ext"]
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+default_role = "literal"  # docstrings write `name` for code, as the Markdown pages do
+smartquotes = False  # `--bench-rescore` in a docstring stays two hyphens, as a reader types it
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build"]
 myst_heading_anchors = 3  # GitHub's anchors for h1 to h3, so `page.md#a-heading` links resolve and are checked

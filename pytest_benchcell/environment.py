@@ -25,14 +25,14 @@ class TrialInfo:
 class Environment:
     """What a bench's provision hook hands back.
 
-    values: the strings that fill {placeholders} in the base prompt, the task intent, the arm's env
-            and its MCP server definitions (for example the path of a seeded database).
-    data:   anything the bench wants back in its snapshot, check and teardown hooks.
-    secrets: values that must never reach the store, whatever their length (redacted from every
-             string recorded; pytest_benchcell/secrets.py says what else is redacted).
-    hidden: files and folders the agent's commands must never read, even inside the workdir (the
-            service's data: its database is the answer key one `cat` away). The sandbox mounts
-            them empty; without the sandbox nothing enforces it.
+    - `values`: the strings that fill {placeholders} in the base prompt, the task intent, the
+      arm's env and its MCP server definitions (for example the path of a seeded database).
+    - `data`: anything the bench wants back in its snapshot, check and teardown hooks.
+    - `secrets`: values that must never reach the store, whatever their length (redacted from
+      every string recorded; pytest_benchcell/secrets.py says what else is redacted).
+    - `hidden`: files and folders the agent's commands must never read, even inside the workdir
+      (the service's data: its database is the answer key one `cat` away). The sandbox mounts
+      them empty; without the sandbox nothing enforces it.
     """
 
     values: Mapping[str, str] = field(default_factory=dict)
@@ -45,9 +45,9 @@ class Environment:
 class Probe:
     """A capability probe's verdict (see the pytest_benchcell_probe hook).
 
-    verdict: what was found, recorded on every sample of the sitting (JSON-like values).
-    drop:    task ids to leave out of the selection.
-    swap:    task id -> the task id to run instead.
+    - `verdict`: what was found, recorded on every sample of the sitting (JSON-like values).
+    - `drop`: task ids to leave out of the selection.
+    - `swap`: task id -> the task id to run instead.
     """
 
     verdict: Mapping[str, Any] = field(default_factory=dict)

@@ -57,6 +57,25 @@ def pages() -> list[Path]:
     return [FRONT_PAGE, *(DOCS / (name if name.endswith(".md") else f"{name}.md") for name in names)]
 
 
+def logical_lines(commands: str) -> list[str]:
+    """A shell block's lines as the shell reads them: a line ending in `\\` goes on in the next one."""
+    return re.sub(r"[ \t]*\\\n\s*", " ", commands).splitlines()
+
+
+def contributing_pages() -> set[Path]:
+    """The pages under the Contributing caption of the sidebar: the project's own, not a user's."""
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    contributing = re.search(r"^```\{toctree\}\n(?:.*\n)*?:caption: Contributing\n(.*?)^```", index, flags=re.M | re.S)
+    assert contributing, "docs/index.md has no Contributing caption"
+    return {DOCS / f"{line.strip()}.md" for line in contributing.group(1).splitlines() if line.strip() and not line.startswith(":")}
+
+
+def user_pages() -> list[Path]:
+    """Every page a user reads (README.md included), in the site's order: all but the Contributing ones."""
+    theirs = contributing_pages()
+    return [path for path in pages() if path not in theirs]
+
+
 def first_block(text: str) -> str:
     """The content of the first fenced code block in `text`, whatever language its fence names."""
     found = re.search(r"^(`{3,})[\w-]*\n(.*?)^\1", text, flags=re.M | re.S)
@@ -95,13 +114,13 @@ def headings(path: Path) -> list[tuple[int, str, int]]:
 
 
 def section(title: str) -> str:
-    """The text under the one heading titled so (any page, any level), up to the next heading of
-    level 3 or above, or the page's end."""
+    """The text under the one heading titled so (any page, any level), its subsections included: up
+    to the next heading of its own level or above, or the page's end."""
     found = [(path, level, line) for path in pages() for level, name, line in headings(path) if name == title]
     assert len(found) == 1, f"the documentation has {len(found)} headings titled {title!r} (expected exactly one)"
-    path, _, line = found[0]
+    path, own, line = found[0]
     lines = _read(path).splitlines()
-    end = next((other for level, _, other in headings(path) if other > line and level <= 3), len(lines))
+    end = next((other for level, _, other in headings(path) if other > line and level <= own), len(lines))
     return "\n".join(lines[line + 1 : end]) + "\n"
 
 

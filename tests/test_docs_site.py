@@ -6,6 +6,7 @@ Every code block of every page is run or checked by tests/test_readme.py.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shlex
@@ -17,6 +18,8 @@ from pathlib import Path
 import docs_text
 import pytest
 from markdown_it import MarkdownIt
+
+from pytest_benchcell import hookspecs
 
 REPO = docs_text.REPO
 # .ci/run and every fresh machine depend on these two lines, word for word.
@@ -49,6 +52,14 @@ def test_the_site_builds_with_every_warning_an_error(tmp_path: Path) -> None:
     assert "2026, the pytest-benchcell authors" in tutorial
     rule = (tmp_path / "_static" / "output.css").read_text(encoding="utf-8")
     assert re.search(r"div\.highlight-text pre \{[^}]*white-space: pre-wrap", rule)
+    # The generated reference: every command's usage from its parser, every hook from its docstring.
+    commands = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "cli.html").read_text(encoding="utf-8")))
+    for command in ("report", "merge", "transcripts prune", "export inspect", "init"):
+        assert f"benchcell {command} [-h]" in commands, f"cli.html lacks `benchcell {command}`"
+    api = (tmp_path / "api.html").read_text(encoding="utf-8")
+    hooks = [name for name in dir(hookspecs) if name.startswith("pytest_benchcell_")]
+    missing = [hook for hook in hooks if f'id="pytest_benchcell.hookspecs.{hook}"' not in api]
+    assert hooks and not missing, f"api.html documents no {missing}"
 
 
 def test_every_page_under_docs_is_in_the_site() -> None:
@@ -59,14 +70,8 @@ def test_every_page_under_docs_is_in_the_site() -> None:
 def test_no_user_page_speaks_of_the_projects_own_history() -> None:
     """History lives in CHANGELOG.md: a reader's page says what is, not which issue changed it. The
     Contributing pages (benchmarks, architecture) may name the work their figures came from."""
-    index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
-    contributing = re.search(r"^```\{toctree\}\n(?:.*\n)*?:caption: Contributing\n(.*?)^```", index, flags=re.M | re.S)
-    assert contributing, "docs/index.md has no Contributing caption"
-    theirs = {line.strip() + ".md" for line in contributing.group(1).splitlines() if line.strip() and not line.startswith(":")}
     history = re.compile(r"\bissues? #?\d+|\bseed benchmark|\bearlier session|\bthis stop\b", re.IGNORECASE)
-    for path in docs_text.pages():
-        if path.name in theirs:
-            continue
+    for path in docs_text.user_pages():
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             found = history.search(line)
             assert not found, f"{docs_text.where(path)}:{number} speaks of the project's history ({found.group(0)!r}): move it to CHANGELOG.md"
@@ -77,7 +82,7 @@ def test_the_front_page_opens_with_the_two_commands_and_fits_in_200_lines() -> N
     assert len(text.splitlines()) <= 200
     first = docs_text.headings(docs_text.FRONT_PAGE)[1]
     assert first[:2] == (2, "Two commands on a fresh machine")
-    commands = [line for line in docs_text.section(first[1]).splitlines() if line.startswith("python3 -m venv")]
+    commands = [line for line in docs_text.logical_lines(docs_text.section(first[1])) if line.startswith("python3 -m venv")]
     assert tuple(commands) == FRESH_MACHINE_COMMANDS
 
 
@@ -87,8 +92,8 @@ def test_ci_runs_the_readmes_test_command_word_for_word() -> None:
 
 
 def test_the_test_commands_auto_starts_a_worker_a_core_and_one_more() -> None:
-    """What the README says of `-n auto` in its test command (tests/conftest.py's xdist hook)."""
-    assert "`-n auto`: a worker a core and one more" in docs_text.section("Two commands on a fresh machine")
+    """What the contributors' page says of `-n auto` in the test command (tests/conftest.py's xdist hook)."""
+    assert "`-n auto`: a worker a core and one more" in docs_text.section("Set up and run the suite")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:cacheprovider", "-p", "no:randomly",
          "tests/test_architecture.py", "-k", "no_import_cycle"],

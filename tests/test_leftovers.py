@@ -363,7 +363,7 @@ def test_what_could_not_be_removed_is_kept_in_the_sample(tmp_path: Path, monkeyp
 
 
 def test_the_readme_states_the_guarantee_with_the_limits_the_code_applies() -> None:
-    paragraph = docs_text.paragraph("**What the agent leaves behind**")
+    paragraph = docs_text.paragraph("What the agent leaves behind is handled as hostile input")
     assert f"within {leftovers.REMOVAL_TIME_LIMIT_S:g} s" in paragraph
     assert f"up to {exec_audit.LOG_BYTE_LIMIT // (1024 * 1024)} MiB each" in paragraph
     assert "exactly one sample" in paragraph and "`exec records refused: ...`" in paragraph

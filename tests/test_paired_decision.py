@@ -272,6 +272,14 @@ def test_cost_per_success_without_passes_and_unbounded() -> None:
         st.cost_per_success([[(10.0, True)]])
 
 
+def test_cost_per_success_of_trials_without_spread_is_the_point_not_unbounded() -> None:
+    """Every trial of a task alike and passing (a scripted sitting): the interval is the estimate
+    itself, whatever rounding the means' floats carry (it read [0-unbounded] for the example bench)."""
+    cells = [[(6140.4, True)] * 3, [(6899.3, True)] * 3, [(7730.1, True)] * 3]
+    figure = st.cost_per_success(cells)
+    assert figure.high is not None and figure.low == pytest.approx(figure.estimate) == pytest.approx(figure.high)
+
+
 def test_cost_per_success_covers_in_a_seeded_simulation() -> None:
     rng = random.Random(6)
     rates, means = [0.3, 0.5, 0.7, 0.9], [2000.0, 5000.0, 12000.0, 30000.0]

@@ -83,9 +83,10 @@ def doc_blocks() -> list[Block]:
 
 
 def commands(text: str) -> list[list[list[str]]]:
-    """Each line's && chain, each command as argv (comments and blank lines dropped)."""
+    """Each line's && chain, each command as argv (comments and blank lines dropped; a line ending in
+    `\\` goes on in the next, as in a shell)."""
     chains = []
-    for line in text.splitlines():
+    for line in docs_text.logical_lines(text):
         words = shlex.split(line, comments=True)
         if not words:
             continue
@@ -213,6 +214,22 @@ def test_the_documentation_has_blocks_of_every_kind_and_each_names_its_language(
     assert not unnamed, f"these code blocks name no language (a reader's page highlights them as Python): {unnamed}"
     output = [str(block) for block in blocks if block.marker == "output" and block.language not in ("text", "json", "toml")]
     assert not output, f"output blocks are text (or the format they show): {output}"
+
+
+COLUMNS = 90  # what a page's code column shows without scrolling, on GitHub and on the site
+
+
+def test_commands_configuration_and_code_fit_in_90_columns() -> None:
+    """Output blocks are exempt: they wrap on the page (docs/_static/output.css). A long command goes
+    on in the next line after a `\\`; a long comment goes on its own line above, or into the prose."""
+    wide = [
+        f"{block.page}:{block.line + number} ({len(line)} columns)"
+        for block in doc_blocks()
+        if block.marker != "output"
+        for number, line in enumerate(block.text.splitlines(), 1)
+        if len(line) > COLUMNS
+    ]
+    assert not wide, f"these lines of code blocks are wider than {COLUMNS} columns: {wide}"
 
 
 @pytest.mark.slow

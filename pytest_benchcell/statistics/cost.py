@@ -66,6 +66,8 @@ def cost_per_success(
     half_b = tokens_sum * passes_sum - z2 * covariance
     const = tokens_sum**2 - z2 * var_tokens
     discriminant = half_b * half_b - quad * const
+    if discriminant < 0 and -discriminant <= 1e-9 * half_b * half_b:
+        discriminant = 0.0  # no spread at all: the two products differ by rounding only, P is far from 0
     if quad <= 0 or discriminant < 0:
         low, high = 0.0, None  # P is not clearly above 0: any cost per success is possible
     else:
