@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from docs_text import logical_lines
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +31,7 @@ def how_to_blocks() -> tuple[list[list[str]], list[str]]:
     page = (ROOT / "docs" / "how-to.md").read_text(encoding="utf-8")
     section = page.split(SECTION, 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
-    commands = [shlex.split(line) for language, text in blocks if language == "bash" for line in text.splitlines() if line.strip()]
+    commands = [shlex.split(line) for language, text in blocks if language == "bash" for line in logical_lines(text) if line.strip()]
     [output] = [text for language, text in blocks if language == "text"]
     return commands, [line.strip() for line in output.splitlines() if line.strip()]
 
