@@ -149,3 +149,23 @@ def _skill_use(
         "tokens_before": tokens_before if loaded else None,
         "tokens_after": total - tokens_before if loaded and tokens_before is not None else None,
     }
+
+
+# --- the store's index keeps one short field per sample: the delivery's initial and whether it was used
+
+
+def index_text(sample: Mapping[str, Any]) -> str:
+    """'' without a skill record (no skill, an older sample, the agent never ran), else the delivery's
+    initial and 1 or 0 for used: "n1", "n0", "e1"."""
+    use = sample.get("skill_use")
+    if not isinstance(use, Mapping) or not isinstance(use.get("delivery"), str) or not use["delivery"]:
+        return ""
+    return f"{use['delivery'][0]}{1 if use.get('used') is True else 0}"
+
+
+def from_index_text(text: str) -> tuple[str, bool] | None:
+    """(delivery, used) from index_text's field, None for ''."""
+    if len(text) != 2 or text[1] not in "01":
+        return None
+    delivery = {"e": "embed", "n": "native"}.get(text[0])
+    return (delivery, text[1] == "1") if delivery else None

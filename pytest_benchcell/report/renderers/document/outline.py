@@ -7,6 +7,7 @@ from .blocks import Block, Bullets, Heading, Table, Text, _printable
 from .cells import _bonus_blocks, _cell_detail_blocks, _host_blocks, _provenance_blocks
 from .comparisons import _comparison_blocks
 from .failures import _failure_blocks
+from .skill_use import _skill_use_blocks
 from .summary import (
     _component_blocks,
     _cost_per_success_blocks,
@@ -27,6 +28,7 @@ def document(report: Report, *, detail: bool) -> list[Block]:
     blocks += _headline_blocks(report)
     blocks += _cost_per_success_blocks(report)
     blocks += _comparison_blocks(report, detail=detail)
+    blocks += _skill_use_blocks(report, detail=detail)
     blocks += _coverage_blocks(report)
     blocks += _tier_blocks(report)
     blocks += _component_blocks(report)
