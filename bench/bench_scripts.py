@@ -2,7 +2,8 @@
 
 Each task's solution is written once, as what must be found and what must be changed; each arm
 renders it the way agents use that interface: the `tracker` arm follows its skill file straight to
-the commands and chains changes; the `native` arm reads `issuectl help` first and pages through
+the commands and chains changes (its native-delivery twin loads the skill through the Skill tool
+first, but for one task it answers without ever loading it: `NEVER_LOADS`); the `native` arm reads `issuectl help` first and pages through
 five-issue lists; the `mcp` arm makes one tool call per read or change; the `raw-api` arm reads the
 route list first and sends one curl request per change. A few cells fail the way real agents do
 (`FAILURES`): a wrong count, a collateral edit, a loop to the turn cap. `INTENDED` is the verdict
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from pytest_benchcell.scripted import Answer, Repeat, ToolUse
+from pytest_benchcell.scripted import Answer, Repeat, ToolUse, load_skill
 
 AUTH = '-H "Authorization: Bearer $TRACKER_TOKEN"'
 JSON = '-H "Content-Type: application/json"'
@@ -194,7 +195,16 @@ def raw_api(find, act):
     return steps + [sh(command) for command in changes(REST_CALLS, act)]
 
 
-RENDERERS = {"cli-skill": tracker_cli, "native": native_cli, "mcp": mcp_tools, "raw-api": raw_api}
+def tracker_cli_native(find, act):
+    """The skill delivered natively: the agent loads it through the Skill tool, then works as with it embedded."""
+    return [load_skill("tracker"), *tracker_cli(find, act)]
+
+
+RENDERERS = {"cli-skill": tracker_cli, "cli-skill-native": tracker_cli_native, "native": native_cli, "mcp": mcp_tools,
+             "raw-api": raw_api}  # fmt: skip
+# Cells where the native-delivery agent never loads its skill: the skill's description names the
+# command, and it goes straight to it (and still passes).
+NEVER_LOADS = {("cli-skill-native", "count-open")}
 
 # --- where an arm goes wrong, as real agents do -------------------------------------------------------
 
@@ -240,7 +250,7 @@ INTENDED = {
 
 
 def applies(arm: str, task: str) -> bool:
-    only = {"export-open-csv": {"cli-skill"}, "retitle-json": {"native", "raw-api"}, "security-label": {"mcp", "raw-api"}}
+    only = {"export-open-csv": {"cli-skill", "cli-skill-native"}, "retitle-json": {"native", "raw-api"}, "security-label": {"mcp", "raw-api"}}
     return arm in only.get(task, RENDERERS)
 
 
@@ -251,7 +261,8 @@ def script_for(arm: str, task: str):
     if (arm, task) in FAILURES:
         return FAILURES[(arm, task)]
     find, act, answer = SOLUTIONS[task]
-    return [*RENDERERS[arm](find, act), Answer(answer)]
+    steps = [*RENDERERS[arm](find, act), Answer(answer)]
+    return steps[1:] if (arm, task) in NEVER_LOADS else steps  # without its load_skill step
 
 
 def intended_outcome(arm: str, task: str) -> str:

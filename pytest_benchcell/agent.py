@@ -184,7 +184,10 @@ async def _run(request: AgentRequest) -> AgentResult:
         allowed_tools=list(request.tools) + [f"mcp__{name}__*" for name in request.mcp_servers],
         mcp_servers={name: cast(Any, dict(config)) for name, config in request.mcp_servers.items()},  # stdio configs
         strict_mcp_config=True,
-        setting_sources=[],
+        # No settings leak in; a natively delivered skill is found among the trial's own config
+        # folder's "user" settings (which hold nothing else), and only it is listed (skill_delivery.py).
+        setting_sources=["user"] if request.skills else [],
+        skills=list(request.skills) if request.skills else None,
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[guard_hook])]},
         stderr=keep_stderr,
         cli_path=str(request.cli_path) if request.cli_path else None,

@@ -32,6 +32,8 @@ class AgentRequest:
     startup_wait_s: float = 0.0  # how long the CLI may wait for MCP servers before the conversation
     recorder: Recorder | None = None  # receives the transcript's events as they arrive (kept on any exit)
     api_stall_ms: int = DEFAULT_API_STALL_MS  # no byte from the API for this long while a request is open: a stall
+    # Skills installed natively in the CLI's config folder (skill_delivery.py): only these are offered.
+    skills: tuple[str, ...] = ()
 
 
 @dataclass

@@ -388,7 +388,8 @@ class _LogWriter:
 
 def _metadata(sample: Mapping[str, Any], verdict: str, transcript: bool) -> dict[str, Any]:
     keys = ("arm", "task", "trial", "id", "sitting", "status", "outcome", "reason", "tier", "bonus", "turns",
-            "cli_num_turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "leaks", "exec_audit", "provenance")  # fmt: skip
+            "cli_num_turns", "duration_ms", "cost_usd", "result_subtype", "bounds", "leaks", "exec_audit", "provenance",
+            "skill_use", "subagent_calls", "compactions")  # fmt: skip
     return {
         "verdict": verdict,
         **{key: sample.get(key) for key in keys if key in sample},

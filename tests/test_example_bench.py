@@ -79,7 +79,7 @@ def test_twenty_scored_tasks_five_per_tier_and_three_bonus():
     for tier in BENCH.tiers:
         assert len([t for t in SCORED if BENCH.tasks[t].tier == tier]) == 5, tier
     assert len(BONUS) == 3
-    assert set(BENCH.arms) == {"cli-skill", "native", "mcp", "raw-api"}
+    assert set(BENCH.arms) == {"cli-skill", "cli-skill-native", "native", "mcp", "raw-api"}
     for task in BONUS:  # capability-asymmetric: some arms, not all
         assert 0 < len(BENCH.tasks[task].arms) < len(BENCH.arms), task
 
@@ -373,7 +373,9 @@ def replay(tracker, mcp_client, arm, steps, cwd):
             outputs.append(f"refused: {decision.reason}")
             continue
         for _ in range(3 if looped else 1):
-            if step.name == "Bash":
+            if step.name == "Skill":  # the CLI loads the skill's body into the conversation: no tool runs
+                outputs.append(f"Launching skill: {step.input['skill']}")
+            elif step.name == "Bash":
                 result = subprocess.run(["bash", "-o", "pipefail", "-c", step.input["command"]], env=env, cwd=cwd,
                                         capture_output=True, text=True)  # fmt: skip
                 assert result.returncode == 0, (step, result.stderr)

@@ -145,7 +145,7 @@ def swept(tmp_path_factory):
 def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
     samples = stored(swept)
     keys = sorted((s["arm"], s["task"], s["trial"]) for s in samples)
-    expected = sorted((arm, task, trial) for arm in ("cli-skill", "native", "mcp", "raw-api")
+    expected = sorted((arm, task, trial) for arm in ("cli-skill", "cli-skill-native", "native", "mcp", "raw-api")
                       for task in SWEEP_TASKS for trial in (1, 2, 3))  # fmt: skip
     assert keys == expected  # none lost, none twice
     assert {(s["arm"], s["task"], s["outcome"]) for s in samples if s["outcome"] != "pass"} == {
@@ -157,7 +157,7 @@ def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
     # The pre-flight, on the xdist controller, provisioned one environment per arm with a shell (trial 0)
     # and one for the arm with an MCP server, which it starts outside the sandbox.
     preflight = sorted(t["arm"] for t in started if t["trial"] == 0)
-    assert preflight == (["cli-skill", "mcp", "native", "raw-api"] if find_sandbox().available else ["mcp"])
+    assert preflight == (["cli-skill", "cli-skill-native", "mcp", "native", "raw-api"] if find_sandbox().available else ["mcp"])
     assert_nothing_left(started)  # every service stopped, the pre-flight's too: no process, no listening socket
 
 

@@ -314,6 +314,9 @@ def test_kept_transcripts_export_with_each_request_usage_and_no_secret(sat):
     models = [event for event in sample.events if event.event == "model"]
     tools = [event for event in sample.events if event.event == "tool"]
     assert len(models) == sample.metadata["turns"] == 4 and len(tools) == 3
+    assert (sample.metadata["skill_use"], sample.metadata["subagent_calls"], sample.metadata["compactions"]) == (None, 0, 0)
+    skilled = logs_in(logs)["cli-skill"].samples[0].metadata["skill_use"]  # its skill embedded: in every trial
+    assert (skilled["delivery"], skilled["used"], skilled["loaded"]) == ("embed", True, False)
     stored = json.loads((folder / "results" / "scripted" / "raw-api" / "reopen-typo.jsonl").read_text())
     per_request = [event.output.usage for event in models]
     total = stored["usage"]["total"]
@@ -435,3 +438,17 @@ class DevTools:
                     raise RuntimeError(f"{method}: {data['error']}")
                 return data["result"]
         raise RuntimeError(f"{method}: the browser closed the connection")
+
+
+def test_each_samples_skill_use_subagent_calls_and_compactions_go_to_its_metadata(tmp_path, capsys):
+    loaded = make_sample("cli", "close-bug", trial=1)
+    loaded.update(subagent_calls=2, compactions=1, skill_use={
+        "delivery": "native", "name": "tracker", "used": True, "loaded": True, "how": "skill_tool", "turn": 2,
+        "files": ["SKILL.md"], "scripts": [], "tokens_before": 1200, "tokens_after": 3400})  # fmt: skip
+    older = make_sample("cli", "close-bug", trial=2)  # stored before these fields: none made up
+    write_samples(tmp_path / "store", [loaded, older])
+    assert export(capsys, tmp_path / "logs", "--store", tmp_path / "store")[0] == 0
+    by_trial = {s.metadata["trial"]: s.metadata for s in logs_in(tmp_path / "logs")["cli"].samples}
+    assert by_trial[1]["skill_use"] == loaded["skill_use"]
+    assert (by_trial[1]["subagent_calls"], by_trial[1]["compactions"]) == (2, 1)
+    assert not {"skill_use", "subagent_calls", "compactions"} & set(by_trial[2])

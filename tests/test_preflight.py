@@ -699,10 +699,10 @@ def test_every_arm_of_the_example_bench_passes_the_pre_flight() -> None:
     bench = example_bench()
     found = run_preflight(bench, dict.fromkeys(bench.arms, "close-export"), example_hooks(), "scripted", cli=bundled_cli())
     assert (found.broken, found.notes) == ([], [])
-    assert found.arms == ["cli-skill", "native", "raw-api"]  # the mcp arm has no shell: nothing runs in a sandbox
+    assert found.arms == ["cli-skill", "cli-skill-native", "native", "raw-api"]  # the mcp arm has no shell: nothing runs in a sandbox
     assert found.mcp_arms == ["mcp"] and found.mcp_failures == []  # ... its MCP server is started and asked instead
     assert re.fullmatch(
-        r"pre-flight: 3 checks of 3 arms ran in the sandbox as in a trial and work there; 1 MCP server of 1 arm started "
+        r"pre-flight: 4 checks of 4 arms ran in the sandbox as in a trial and work there; 1 MCP server of 1 arm started "
         r"as in a trial and offers the arm's tools \(\d+\.\d\d s\)",
         found.summary(),
     )

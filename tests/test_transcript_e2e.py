@@ -226,7 +226,7 @@ def test_the_readme_figure_of_transcript_bytes_per_trial_holds_for_a_task_of_the
     script = docs_text.benchmark_script("transcript_size")
     script.sitting(tmp_path / "store", "all", "count-open", 1, 1)
     rows = script.measure(tmp_path / "store")
-    assert sorted(str(row["arm"]) for row in rows) == ["cli-skill", "mcp", "native", "raw-api"]
+    assert sorted(str(row["arm"]) for row in rows) == ["cli-skill", "cli-skill-native", "mcp", "native", "raw-api"]
     assert all(median / 2 <= int(row["bytes"]) <= largest for row in rows), rows
     assert all(int(row["raw"]) / int(row["bytes"]) >= ratio * 0.6 for row in rows), rows
 

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from ..names import PROGRAM_RULE, program_problem
+from ..skill_delivery import DELIVERIES, EMBED, NATIVE, frontmatter_text
 from .model import ARGUMENT_RULE_KEYS, BUILTIN_TOOLS, OPTION_NAME, URL_PREFIX, Arm, McpServer
 from .placeholders import PLACEHOLDER
 from .reader import _check_name, _Reader
@@ -16,9 +17,10 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
     _check_name(arm, "arm", name)
     arm.only(
         "tools", "binaries", "path", "bootstrap", "skill", "env", "mcp_servers", "deny_subcommands",
-        "guard_exempt", "arguments", "helpers", "probe", "network", "readable", "preflight",
+        "guard_exempt", "arguments", "helpers", "probe", "network", "readable", "preflight", "skill_delivery",
     )  # fmt: skip
     tools = arm.strings("tools", ("Bash",))
+    delivery = arm.choice("skill_delivery", EMBED, DELIVERIES)
     for tool in tools:
         if tool not in BUILTIN_TOOLS:
             arm.fail("tools", tool, f"built-in tools {', '.join(BUILTIN_TOOLS)} (MCP tools come from mcp_servers)",
@@ -33,14 +35,17 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
             arm.fail("path", folder, "existing folders (relative to bench.toml)")
 
     skill_path = arm.table.get("skill")
-    skill_body = ""
+    skill_body = skill_head = ""
     if skill_path is not None:
         if not isinstance(skill_path, str) or not skill_path:
             arm.fail("skill", skill_path, "a path to a skill file, relative to bench.toml")
         try:
-            skill_body = _strip_frontmatter((file.parent / skill_path).read_text(encoding="utf-8"))
+            skill_text = (file.parent / skill_path).read_text(encoding="utf-8")
+            skill_body, skill_head = _strip_frontmatter(skill_text), frontmatter_text(skill_text)
         except OSError:
             arm.fail("skill", skill_path, "an existing, readable skill file (relative to bench.toml)")
+    if delivery == NATIVE:
+        tools = _native_skill_tools(arm, skill_path, tools)
 
     servers_table = arm.sub("mcp_servers")
     servers = []
@@ -84,7 +89,16 @@ def _parse_arm(file: Path, name: str, arm: _Reader) -> Arm:
         network=_network(arm),
         readable=_readable(file, arm),
         preflight=_preflight(arm, tools),
+        skill_delivery=delivery,
+        skill_frontmatter=skill_head,
     )
+
+
+def _native_skill_tools(arm: _Reader, skill_path: object, tools: tuple[str, ...]) -> tuple[str, ...]:
+    """skill_delivery = "native": the arm's tools with the Skill tool the CLI loads the skill through."""
+    if skill_path is None:
+        arm.fail("skill_delivery", NATIVE, f'"{EMBED}" for an arm without a skill (native delivery needs `skill`)')
+    return tools if "Skill" in tools else (*tools, "Skill")
 
 
 def _preflight(arm: _Reader, tools: tuple[str, ...]) -> tuple[str, ...]:

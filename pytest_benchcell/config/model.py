@@ -131,11 +131,14 @@ class Arm:
     # The command lines the pre-flight runs in the sandbox for this arm before a sitting (instead of
     # each binary's probe or `--version`); not part of the conditions: the agent never meets them.
     preflight: tuple[str, ...] = ()
+    # How the skill reaches the agent (skill_delivery.py): "embed" in the prompt, "native" through the Skill tool.
+    skill_delivery: str = "embed"
+    skill_frontmatter: str = ""  # the skill file's frontmatter as written (native delivery's description)
 
     @property
     def system_prompt_addition(self) -> str:
         parts = [self.bootstrap.strip()]
-        if self.skill_body.strip():
+        if self.skill_body.strip() and self.skill_delivery == "embed":
             parts.append(self.skill_body.strip())
         return "\n\n".join(part for part in parts if part)
 
@@ -230,6 +233,9 @@ class Bench:
                     **({"probe": dict(sorted(arm_def.probes.items()))} if arm_def.probes else {}),
                     **({"network": list(arm_def.network)} if arm_def.network else {}),
                     **({"readable": self._readable_as_written(arm_def)} if arm_def.readable else {}),
+                    # Native delivery puts the frontmatter (the description) in context, the body on demand.
+                    **({"skill_delivery": arm_def.skill_delivery, "skill_frontmatter": arm_def.skill_frontmatter}
+                       if arm_def.skill_delivery != "embed" else {}),
                     # What each binary is (content hash, files its script names, version): a new build
                     # of the tool under test is a new definition.
                     **({"identity": identities} if (identities := self.tool_identities(arm)) else {}),

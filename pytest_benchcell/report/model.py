@@ -171,6 +171,17 @@ TRANSCRIPT_STATUSES = (TRANSCRIPT_KEPT, TRANSCRIPT_PRUNED, TRANSCRIPT_NOT_WRITTE
 
 
 @dataclass(frozen=True)
+class SkillShare:
+    """How often a cell's scored trials used the arm's skill (skill_use.py): embedded, every trial;
+    delivered natively, the trials whose agent loaded it."""
+
+    delivery: str  # embed | native
+    trials: int  # scored trials with a record of the skill's use
+    used: int
+    share: float | None
+
+
+@dataclass(frozen=True)
 class CellSummary:
     arm: str
     task: str
@@ -198,6 +209,8 @@ class CellSummary:
     failures_left_out: int = 0
     # The numbers of its trials the harness broke (harness_broke.py): errors, never counted for or against the arm.
     harness_broke: list[int] = field(default_factory=list)
+    # The share of its scored trials that used the arm's skill; None: no skill, or no trial recorded its use.
+    skill: SkillShare | None = None
 
 
 @dataclass(frozen=True)

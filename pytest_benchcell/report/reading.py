@@ -43,6 +43,7 @@ from .model import (
     FailedTrial,
     FingerprintGroup,
     Rate,
+    SkillShare,
     TaskInfo,
 )
 
@@ -51,7 +52,8 @@ _NUMBERS = (int, float)  # matched with type(), not isinstance(): True is an int
 _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 
 # What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
-_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS, _HOST, _GATEWAY, _SITTING = range(13)
+(_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS, _HOST, _GATEWAY, _SITTING,
+ _SKILL) = range(14)  # fmt: skip
 _Row = tuple[Any, ...]
 # started_at, passed, cost-equivalent tokens (None: usage unknown), the sitting that ran it ("": not recorded)
 Trial = tuple[str, bool, "float | None", str]
@@ -65,7 +67,7 @@ REASON_CHARS = 500
 
 
 _SAMPLE_FIELDS = ("provenance", "started_at", "status", "outcome", "usage", "turns", "duration_ms", "cost_usd",
-                  "model", "tier", "bonus", "sitting")  # fmt: skip
+                  "model", "tier", "bonus", "sitting", "skill_use")  # fmt: skip
 _take_fields = operator.itemgetter(*_SAMPLE_FIELDS)
 
 
@@ -85,12 +87,13 @@ def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
     provenance.fingerprint. Rows hold only atomic values (tokens become a tuple of ints), which keeps
     them cheap for the garbage collector: surviving nested dicts would be rescanned again and again.
     """
-    provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus, sitting = _take_fields(sample)
+    provenance, seen, status, outcome, usage, turns, duration, cost, model, tier, bonus, sitting, skill = _take_fields(sample)
     total = usage["total"]
     tokens = None if total is None else _take_tokens(total)  # None: unknown, left out of token figures
     host, gateway = provenance.get("host") or UNKNOWN_HOST, provenance.get("gateway") or ""
     return provenance["fingerprint"], (
-        seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus, host, gateway, str(sitting or "")
+        seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus, host, gateway, str(sitting or ""),
+        (skill["delivery"], skill["used"]) if skill else None,
     )
 
 
@@ -174,6 +177,7 @@ class _Group:
         self.failures = sorted(newest_first[:FAILURES_PER_CELL], key=lambda failure: (failure[1], failure[0]))
         self.failures_left_out = len(failures) - len(self.failures)
         self.harness_broke = sorted(broken)  # trial numbers: every one, listed or not
+        self.skill = _skill_share([row[_SKILL] for row in scored if row[_SKILL] is not None])
 
     def summary(self, used: bool) -> FingerprintGroup:
         return FingerprintGroup(
@@ -212,6 +216,14 @@ def read_cell(
         fingerprint: _Group(fingerprint, rows, weights, failures.get(fingerprint, ()), broken.get(fingerprint, ()))
         for fingerprint, rows in by_fingerprint.items()
     }
+
+
+def _skill_share(uses: Sequence[tuple[str, bool]]) -> SkillShare | None:
+    """The scored trials' (delivery, used) records as one share (the newest delivery names it)."""
+    if not uses:
+        return None
+    used = sum(1 for _, was_used in uses if was_used)
+    return SkillShare(delivery=uses[-1][0], trials=len(uses), used=used, share=used / len(uses))
 
 
 def _failed_trials(failures: Sequence[_Failure]) -> list[FailedTrial]:
@@ -314,6 +326,7 @@ def summarize_cell(
         failures=_failed_trials(used.failures),
         failures_left_out=used.failures_left_out,
         harness_broke=used.harness_broke,
+        skill=used.skill,
     )
 
 

@@ -16,6 +16,7 @@ Script steps
 ------------
 - :class:`ToolUse` -- the model calls a tool (optionally after some text); stop_reason ``tool_use``.
 - :class:`Answer` -- the model ends its turn with final text; stop_reason ``end_turn``.
+- :func:`load_skill` -- the model loads a skill through Claude Code's Skill tool (a ``ToolUse``).
 - :class:`Delay` -- sleep, then play another step (to exercise wall-clock bounds).
 - :class:`ApiError` -- answer with an HTTP error status and an Anthropic-style JSON error body,
   optionally with ``retry-after`` or ``x-should-retry: false``.
@@ -71,7 +72,7 @@ from .server import EXHAUSTED_TEXT as EXHAUSTED_TEXT
 from .server import MESSAGES_PATH as MESSAGES_PATH
 from .server import ScriptedModel
 from .steps import STREAM_FAULTS as STREAM_FAULTS
-from .steps import Answer, ApiError, BrokenStream, Delay, NoUsage, Repeat, Stall, Step, ToolUse
+from .steps import Answer, ApiError, BrokenStream, Delay, NoUsage, Repeat, Stall, Step, ToolUse, load_skill
 from .steps import Reply as Reply
 from .usage import CHARS_PER_TOKEN as CHARS_PER_TOKEN
 from .usage import DEFERRED_TOOLS as DEFERRED_TOOLS
@@ -93,6 +94,7 @@ __all__ = [
     "Stall",
     "Step",
     "ToolUse",
+    "load_skill",
     "Usage",
     "offered_tools",
     "prompt_text",

@@ -52,6 +52,12 @@ class ApiError:
         return headers
 
 
+def load_skill(name: str, text: str = "") -> ToolUse:
+    """The model loads the skill ``name`` through Claude Code's Skill tool (an agent that uses its
+    skill; one that never does simply never plays this step)."""
+    return ToolUse("Skill", {"skill": name}, text)
+
+
 Reply = ToolUse | Answer
 STREAM_FAULTS = ("cut", "invalid", "error")
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import isolation, transcript
+from .. import isolation, skill_use, transcript
 from ..agent import AgentRequest, bundled_cli, run_agent
 from ..cli_environment import scripted_model_variables
-from ..config import BenchConfigError, fill_placeholders
+from ..config import Arm, Bench, BenchConfigError, fill_placeholders
 from ..confinement import Confinement, ConfinementError, confine, sandbox_limit_note, write_roots
 from ..environment import Environment, TrialInfo
 from ..isolation.tool_offer import mcp_wait
@@ -18,6 +18,8 @@ from ..mcp_launch import ServerEnd, server_configs, server_ends
 from ..output_lines import bounded
 from ..sample import MODEL_SCRIPTED, STATUS_ERROR, utc_now_iso
 from ..secrets import redact, secret_values
+from ..skill_delivery import NATIVE, install, skill_view
+from ..skill_use import SkillView
 from .measurements import _fill_measurements
 from .provisioning import _interruption, _provision, _snapshot, _tear_down, _trial_folders, _wait_until_ready, trial_values
 from .recording import _new_sample, _record
@@ -142,6 +144,7 @@ def _run_and_score(
             startup_wait_s=mcp_wait(bench, arm).seconds,
             recorder=recorder,
             api_stall_ms=bench.api_stall_ms,
+            skills=_native_skills(bench, arm, env),
         )
         result = agent_runner(request)
         mcp_ends = server_ends(workdir, mcp_servers)  # the CLI is gone: what its servers left is complete
@@ -153,6 +156,7 @@ def _run_and_score(
         if confined is not None:
             confined.close()
     _fill_measurements(sample, result)
+    sample.update(skill_use.measure(recorder.events if recorder is not None else (), _skill_view(bench, arm, env)))
     _keep_server_ends(sample, result.mcp_failed, mcp_ends)
     findings = confined.findings(sample, isolation.HARMLESS_UTILITIES, bundled_cli())
     sample["exec_audit"] = confined.exec_report
@@ -163,6 +167,23 @@ def _run_and_score(
     if sample.get("sandbox", {}).get("reached"):  # the agent's doing: scored as usual, and said
         sample["reason"] = "; ".join(part for part in (sample["reason"], sandbox_limit_note(sample)) if part)
     not_against_the_arm(sample)
+
+
+def _native_skills(bench: Bench, arm: Arm, env: Mapping[str, str]) -> tuple[str, ...]:
+    """An arm delivering its skill natively: the skill installed in this trial's CLI config folder, its name."""
+    if arm.skill_delivery != NATIVE or not arm.skill_path:
+        return ()
+    try:
+        return (install(bench.root / arm.skill_path, Path(env["CLAUDE_CONFIG_DIR"])).name,)
+    except OSError as exc:
+        raise HarnessError(f"could not install the skill {arm.skill_path} for the trial: {exc}") from exc
+
+
+def _skill_view(bench: Bench, arm: Arm, env: Mapping[str, str]) -> SkillView | None:
+    if not arm.skill_path:
+        return None
+    config_dir = env.get("CLAUDE_CONFIG_DIR")
+    return skill_view(bench.root / arm.skill_path, arm.skill_delivery, Path(config_dir) if config_dir else None)
 
 
 MCP_STDERR_CHARS = 4000  # of each MCP server's stderr kept in the sample (its start and its end)

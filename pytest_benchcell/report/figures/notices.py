@@ -6,6 +6,7 @@ from collections import Counter
 
 from ...store import STALE_PREFIX
 from ..model import CellSummary, Provenance, Report, names_in_prose, plural
+from ..skill_use import rarely_used_notes
 from .context import _Context, _every_headline_arm, _headline_arms
 from .headline import MIN_TASKS
 
@@ -133,7 +134,7 @@ def _notices(report: Report, context: _Context) -> list[str]:
     for cell in [*report.cells, *report.bonus.cells]:
         if cell.harness_broke:
             notes.append(harness_broke_notice(cell))
-    return notes
+    return notes + rarely_used_notes(report)
 
 
 def harness_broke_notice(cell: CellSummary) -> str:
