@@ -211,9 +211,16 @@ def unpriced_message(model: str, where: str) -> str:
     """Why a sitting that asks for dollars cannot run on this model, and what to add."""
     return (
         f"--bench-budget-usd: model {model!r} has no price in {PACKAGE_ORIGIN} (as of {package_table().as_of}) "
-        f"nor in {where}; add its prices there, e.g. [prices.\"{model}\"] input = 3.0, output = 15.0 (US dollars "
+        f"nor in {where}; add a [prices.\"{model}\"] table there with its input and output prices (US dollars "
         "per million tokens; docs/bench-toml.md), or drop --bench-budget-usd"
     )
+
+
+def usd(amount: float) -> str:
+    """An amount of dollars as a reader wants it: cents at least, and up to six decimals where a
+    small trial needs them ($2.50, $0.02044)."""
+    whole, _, cents = f"{amount:,.6f}".rstrip("0").partition(".")
+    return f"${whole}.{cents.ljust(2, '0')}"
 
 
 def expected_dollars(past: Sequence[float]) -> float:
