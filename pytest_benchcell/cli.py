@@ -345,7 +345,7 @@ def _export(args: argparse.Namespace) -> int:
         return 2
     selection = Selection(
         model_kind=settings.model_kind, arms=settings.arms, tasks=list(settings.tasks) if settings.tasks is not None else None,
-        definitions=settings.definitions, secrets=harness_secrets(declared),
+        definitions=settings.definitions, secrets=harness_secrets(declared), prices=settings.prices,
     )  # fmt: skip
     try:
         result = export_inspect(stores, args.directory, selection)
