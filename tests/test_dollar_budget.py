@@ -30,9 +30,10 @@ def test_no_trial_starts_that_would_take_the_spend_past_the_budget(pytester: pyt
     # One and a half trials' worth: the first trial fits (0 + expected 1), the second would not (1 + 1 > 1.5),
     # though the spend (1) is still below the budget.
     budget = f"{1.5 * dollars:.6f}"
-    result = pytester.runpytest(*SITTING, "--bench-trials", "3", "--bench-budget-usd", budget, "-rs")
+    result = pytester.runpytest(*SITTING, "--bench-trials", "3", "--bench-budget-usd", budget, "-rs", "-v")
     result.assert_outcomes(passed=1, skipped=2)
     result.stdout.fnmatch_lines([
+        f"    bare-say-hello-t2: pass, 1 turns, * cost-eq tokens, {usd(dollars)}, *",
         f"spent: $* this sitting at the bench's prices of a budget of {usd(float(budget))}",
         "SKIPPED [[]2[]] *budget of $* reached: $* spent this sitting, and a trial of bare x say-hello is expected to cost $*",
     ])  # fmt: skip

@@ -9,12 +9,17 @@ import json
 from importlib import resources
 from pathlib import Path
 
+import re
+
+import docs_text
 import jsonschema
 import pytest
-from sample_factory import cell_samples, write_samples
+from sample_factory import SMALL_BENCH, cell_samples, of_bench, write_samples
+
+from pytest_benchcell.config import load_bench
 
 from pytest_benchcell.prices import Price, Rates, package_table
-from pytest_benchcell.report import ReportSettings, build_report, render_html, render_json, render_markdown, render_terminal
+from pytest_benchcell.report import ReportSettings, build_report, settings_for_bench, render_html, render_json, render_markdown, render_terminal
 
 SCHEMA = json.loads(resources.files("pytest_benchcell").joinpath("data/report.schema.json").read_text())
 SONNET = package_table().prices["claude-sonnet-4-5"].rates
@@ -99,3 +104,19 @@ def test_older_samples_are_priced_at_the_default_lifetime_and_the_report_says_so
     assert row["per_trial"]["mean"] == pytest.approx(sum(per_task) / 3, rel=1e-5)
     assert row["default_lifetime"] == 9
     assert "9 trial(s) recorded without the lifetime of their cache writes" in "\n".join(render_terminal(report))
+
+
+def test_the_how_tos_own_prices_reprice_the_stored_trials_at_the_next_report(tmp_path: Path) -> None:
+    """docs/how-to.md, "Budget a first real run and turn tokens into dollars": its [prices] block."""
+    (block,) = re.findall(r"```toml\n(.*?)```", docs_text.section("Budget a first real run and turn tokens into dollars"), re.S)
+    bench_toml = tmp_path / "bench.toml"
+    bench_toml.write_text(SMALL_BENCH)
+    samples = [of_bench(sample, bench_toml) for sample in cell_samples("cli", "t1", 2, tier="read")]
+    store = write_samples(tmp_path / "results", samples)
+    before = build_report(store, settings_for_bench(load_bench(bench_toml))).dollars
+    bench_toml.write_text(SMALL_BENCH + block)
+    after = build_report(store, settings_for_bench(load_bench(bench_toml))).dollars
+    assert before is not None and after is not None and before.rows[0].trials == after.rows[0].trials == 2
+    own = Rates(2.7, 2.7 * 1.25, 2.7 * 2, 2.7 * 0.1, 13.5)  # cache prices follow the new input price
+    assert after.rows[0].per_trial.mean == pytest.approx(dollars_of((1000, 800, 4000, 300), own))
+    assert before.rows[0].per_trial.mean == pytest.approx(dollars_of((1000, 800, 4000, 300)))
