@@ -48,14 +48,17 @@ class DollarSpend:
     def expected(self, cell: tuple[str, str]) -> float:
         return expected_dollars(self.by_cell.get(cell, []))
 
-    def refuses(self, cell: tuple[str, str], budget: float) -> str | None:
-        """Why the cell's next trial must not start under this budget; None when it fits."""
+    def refuses(self, cell: tuple[str, str], budget: float, *, running: int = 1) -> str | None:
+        """Why the cell's next trial must not start under this budget; None when it fits. `running`:
+        the trials that may run at once (xdist's workers), each counted at this trial's expected cost,
+        since the others' spend is not stored until they end."""
         expected = self.expected(cell)
-        if self.spent + expected <= budget:
+        if self.spent + running * expected <= budget:
             return None
+        others = f", as may {running - 1} running on other workers" if running > 1 else ""
         return (
             f"budget of {usd(budget)} reached: {usd(self.spent)} spent this sitting, and a trial of "
-            f"{cell[0]} x {cell[1]} is expected to cost {usd(expected)}"
+            f"{cell[0]} x {cell[1]} is expected to cost {usd(expected)}{others}"
         )
 
 

@@ -8,7 +8,7 @@ import pytest
 from benches import BENCH_TOML, CONFTEST, write_bench
 
 from pytest_benchcell.dollar_budget import DollarSpend, parse_usd
-from pytest_benchcell.prices import usd
+from pytest_benchcell.prices import package_table, price_usage, usd
 from pytest_benchcell.sitting import SittingStop
 
 SITTING = ("--bench-arm", "bare", "--bench-task", "say-hello", "--bench-scripted")
@@ -38,6 +38,20 @@ def test_no_trial_starts_that_would_take_the_spend_past_the_budget(pytester: pyt
         "SKIPPED [[]2[]] *budget of $* reached: $* spent this sitting, and a trial of bare x say-hello is expected to cost $*",
     ])  # fmt: skip
     assert len(stored(pytester)) == 2
+
+
+def test_under_xdist_the_workers_keep_the_sitting_within_the_budget(pytester: pytest.Pytester) -> None:
+    write_bench(pytester)
+    pytester.runpytest(*SITTING, "--bench-trials", "1").assert_outcomes(passed=1)
+    (first,) = stored(pytester)
+    dollars = price_usage(first["usage"], first["model"], package_table()).dollars
+    assert dollars is not None
+    # Each worker counts the trial the other may be running: a start needs spend + 2 x expected <= budget.
+    result = pytester.runpytest(*SITTING, "--bench-trials", "8", "--bench-budget-usd", f"{3.5 * dollars:.6f}", "-n", "2")
+    spent = sum(price_usage(s["usage"], s["model"], package_table()).dollars or 0 for s in stored(pytester)[1:])
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] >= 2 and outcomes["passed"] + outcomes["skipped"] == 8, outcomes
+    assert spent <= 3.5 * dollars
 
 
 def test_a_model_without_a_price_refuses_the_sitting(pytester: pytest.Pytester) -> None:
@@ -81,6 +95,8 @@ def test_the_spend_and_the_expected_cost_decide_together() -> None:
     assert spend.refuses(("a", "t"), 1.5) is None  # 1.0 + 0.5 fits exactly
     assert spend.refuses(("a", "t"), 1.49) is not None
     assert spend.refuses(("a", "new"), 1.0) is None  # nothing to expect yet: it starts
+    # under xdist, the trials the other workers may be running count at the same expected cost
+    assert spend.refuses(("a", "t"), 1.9, running=2) is not None and spend.refuses(("a", "t"), 2.0, running=2) is None
     assert parse_usd("$2.50") == 2.5
     assert (usd(2.5), usd(0.0204399), usd(1234.5), usd(0)) == ("$2.50", "$0.02044", "$1,234.50", "$0.00")
     stop = SittingStop(budget=True, budget_option="--bench-budget-usd")

@@ -134,7 +134,8 @@ class TrialItem(pytest.Item):
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
         summaries = state.extra.get("spend_in", state.store).iter_summaries([], cells=cells)
         spend = dollar_spend(summaries, state.sitting_id, state.bench.price_table)
-        refusal = spend.refuses((self.planned.arm, self.planned.task), state.budget_usd)
+        running = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+        refusal = spend.refuses((self.planned.arm, self.planned.task), state.budget_usd, running=running)
         if refusal is not None:
             pytest.skip(refusal)
 
