@@ -134,7 +134,9 @@ class TrialItem(pytest.Item):
         cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
         summaries = state.extra.get("spend_in", state.store).iter_summaries([], cells=cells)
         spend = dollar_spend(summaries, state.sitting_id, state.bench.price_table)
-        running = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+        # Workers that read one store (this machine's) may be running a trial each; a worker on another
+        # machine keeps to its share of the budget (xdist_bridge) and runs its trials one at a time.
+        running = int(getattr(self.config, "workerinput", {}).get("workercount", 1)) if "spend_in" in state.extra else 1
         refusal = spend.refuses((self.planned.arm, self.planned.task), state.budget_usd, running=running)
         if refusal is not None:
             pytest.skip(refusal)
