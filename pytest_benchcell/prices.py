@@ -75,7 +75,7 @@ class PriceTable:
         """The price of a model id: exactly, else without its date or context suffix."""
         if not model:
             return None
-        for name in (model, _SUFFIX.sub("", model), _DATED.sub("", _SUFFIX.sub("", model))):
+        for name in (model, _SUFFIX.sub("", model), same_model(model)):
             if name in self.prices:
                 return self.prices[name]
         return None
@@ -155,7 +155,7 @@ def price_usage(usage: Mapping[str, Any] | None, model: str | None, table: Price
             continue
         name, fresh, write, write_1h, read, output = request
         numbers = [_whole(value) for value in (fresh, write, read, output)]
-        sums = streamed.setdefault(str(name), [0, 0, 0, 0])
+        sums = streamed.setdefault(same_model(str(name)), [0, 0, 0, 0])
         sums[:] = [a + b for a, b in zip(sums, numbers)]
         price = table.find(str(name))
         if price is None:
@@ -168,7 +168,7 @@ def price_usage(usage: Mapping[str, Any] | None, model: str | None, table: Price
     for name, tokens in by_model.items():
         if not isinstance(tokens, Mapping):
             continue
-        seen = streamed.get(str(name), [0, 0, 0, 0])
+        seen = streamed.get(same_model(str(name)), [0, 0, 0, 0])
         rest = [max(0, _whole(tokens.get(component)) - done) for component, done in zip(_COMPONENTS, seen)]
         if not any(rest):
             continue
@@ -181,6 +181,12 @@ def price_usage(usage: Mapping[str, Any] | None, model: str | None, table: Price
     if unpriced:
         return Priced(None, assumed, tuple(dict.fromkeys(unpriced)))
     return Priced(dollars, assumed)
+
+
+def same_model(model: str) -> str:
+    """A model id without its release date or context suffix: the API names the dated model in each
+    response (claude-sonnet-4-5-20250929) while the CLI's per-model totals may use the id it was given."""
+    return _DATED.sub("", _SUFFIX.sub("", model))
 
 
 def _whole(value: Any) -> int:

@@ -95,6 +95,14 @@ def test_older_samples_and_unstreamed_usage_are_priced_at_the_default_and_say_so
     assert price_usage(with_side, "claude-sonnet-4-5", table).dollars == pytest.approx(0.0204399 + (100 * 1 + 10 * 5) / 1e6)
 
 
+def test_requests_named_by_the_dated_model_are_not_priced_twice() -> None:
+    # The API names the dated model in each response; the CLI's per-model totals the id it was given.
+    dated = [["claude-sonnet-4-5-20250929", *request[1:]] for request in REQUESTS]
+    usage = {"total": TOTAL, "by_model": {"claude-sonnet-4-5": TOTAL}, "requests": dated}
+    priced = price_usage(usage, "claude-sonnet-4-5", package_table())
+    assert priced.dollars == pytest.approx(0.0204399) and not priced.assumed_5m
+
+
 def test_unknown_usage_and_an_unpriced_model_are_no_dollars() -> None:
     table = package_table()
     assert price_usage({"total": None, "by_model": {}}, "claude-sonnet-4-5", table).dollars is None
