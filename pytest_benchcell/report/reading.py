@@ -57,7 +57,7 @@ _Row = tuple[Any, ...]
 Trial = tuple[str, bool, "float | None", str]
 # A scored trial as dollars are priced from it: passed, its four token components (None: unknown), its
 # index row's pricing text, its model, the CLI's own estimate (cost_usd).
-Priced = tuple[bool, "tuple[int, ...] | None", str, "str | None", Any]
+TrialUsage = tuple[bool, "tuple[int, ...] | None", str, "str | None", Any]
 # A trial that did not pass, as read: started_at, trial number, sample id, verdict, where its lines lie.
 _Failure = tuple[str, int, str, str, tuple[SampleLine, ...]]
 
@@ -175,7 +175,7 @@ class _Group:
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
         # What the dollars are priced from, per scored trial (figures/dollars.py prices them at the report's prices).
-        self.priced: list[Priced] = [
+        self.priced: list[TrialUsage] = [
             (row[_OUTCOME] == OUTCOME_PASS, row[_TOKENS], row[_PRICING], row[_MODEL], row[_COST]) for row in scored
         ]
         newest_first = sorted(failures, key=lambda failure: failure[:3], reverse=True)

@@ -20,7 +20,7 @@ from ..model import (
     TaskEntry,
     TaskInfo,
 )
-from ..reading import Priced, Trial, empty_cell, newest, read_cell, summarize_cell
+from ..reading import TrialUsage, Trial, empty_cell, newest, read_cell, summarize_cell
 from .comparisons import _comparisons
 from .context import _Context, _headline_tasks
 from .cost import _cost_per_success
@@ -46,7 +46,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     ]  # fmt: skip
     summaries: dict[tuple[str, str], CellSummary] = {}
     trials: dict[tuple[str, str], list[Trial]] = {}
-    priced: dict[tuple[str, str], list[Priced]] = {}
+    priced: dict[tuple[str, str], list[TrialUsage]] = {}
     samples_read = usage_unknown = 0
     places: list[Place] = []
     for cell in selected:

@@ -10,7 +10,7 @@ from ... import statistics as stats
 from ...prices import PACKAGE_ORIGIN, PriceTable, package_table, price_usage, usage_from_text
 from ...sample import TOKEN_COMPONENTS
 from ..model import SCOPE_TASKS_LIKE_THESE, SCOPE_THESE_TASKS, DollarsRow, DollarsTable, Figure, ModelPrice
-from ..reading import Priced
+from ..reading import TrialUsage
 from .context import _Context
 from .headline import NO_INTERVAL, _interval_over_tasks
 
@@ -23,7 +23,7 @@ DOLLARS_METHOD = (
 _Trial = tuple[float, bool, bool, "float | None"]  # dollars, passed, cache writes at the default lifetime, CLI's estimate
 
 
-def dollars_table(context: _Context, tasks: list[str], priced: Mapping[tuple[str, str], Sequence[Priced]]) -> DollarsTable:
+def dollars_table(context: _Context, tasks: list[str], priced: Mapping[tuple[str, str], Sequence[TrialUsage]]) -> DollarsTable:
     table: PriceTable = context.settings.prices or package_table()
     models: dict[str, None] = {}
     unpriced: dict[str, None] = {}
