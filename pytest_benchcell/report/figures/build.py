@@ -20,7 +20,7 @@ from ..model import (
     TaskEntry,
     TaskInfo,
 )
-from ..reading import TrialUsage, Trial, empty_cell, newest, read_cell, summarize_cell
+from ..reading import Trial, TrialUsage, empty_cell, newest, read_cell, summarize_cell
 from .comparisons import _comparisons
 from .context import _Context, _headline_tasks
 from .cost import _cost_per_success
