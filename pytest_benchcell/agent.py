@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .agent_result import AgentRequest, AgentResult, _absorb_result, _attach_tool_result, _offer, _whole
+from .agent_result import AgentRequest, AgentResult, _absorb_result, _attach_tool_result, _offer, _whole, note_stream_usage
 from .agent_result import GuardFunction as GuardFunction
 from .api_faults import ApiLog, RunEnd, classify
 from .isolation.tool_offer import CONNECTED
@@ -378,6 +378,8 @@ def _absorb_message(message: Any, result: AgentResult, watch: _Watch) -> None:
     sdk = _sdk()
     _feed_log(message, result, watch)
     if isinstance(message, sdk.StreamEvent):
+        if isinstance(message.event, dict):
+            note_stream_usage(result, message.event)  # per request, for its price (prices.py)
         return
     if isinstance(message, sdk.SystemMessage):
         if message.subtype == "init" and result.offer is None:

@@ -62,6 +62,10 @@ class AgentResult:
     api: ApiLog = field(default_factory=ApiLog)  # the model API's signals during the run
     api_fault: ApiFault | None = None  # the API ended the run (api_faults.classify)
     api_wait_ms: int = 0  # the CLI's waits between attempts of failing model requests
+    # Each model request whose stream ended (message_delta came): [model, fresh_input, cache_write,
+    # cache_write_1h or None, cache_read, output], what prices.price_usage needs (the sample's usage.requests).
+    requests: list[list[Any]] = field(default_factory=list)
+    open_request: list[Any] | None = None  # the request whose message_start came and message_delta not yet
 
     @property
     def replies(self) -> int:
@@ -106,6 +110,41 @@ def _absorb_result(message: Any, result: AgentResult) -> None:
         result.usage_total = sum_tokens(by_model.values())
     elif message.usage:
         result.usage_total = tokens_from_snake(message.usage)
+
+
+def note_stream_usage(result: AgentResult, event: Mapping[str, Any]) -> None:
+    """A raw stream event's usage, per model request: message_start carries the request's input side
+    (its cache writes split by lifetime in `cache_creation`, where the API splits them) and its model,
+    message_delta the request's final usage; a request counts once its message_delta came."""
+    kind = event.get("type")
+    if kind == "message_start":
+        message = started if isinstance(started := event.get("message"), Mapping) else {}
+        usage = message.get("usage")
+        result.open_request = [str(message.get("model") or ""), *_request_tokens(usage)] if isinstance(usage, Mapping) else None
+    elif kind == "message_delta" and result.open_request is not None:
+        usage = event.get("usage")
+        if isinstance(usage, Mapping):
+            final = _request_tokens({**_usage_fields(result.open_request), **{k: v for k, v in usage.items() if v is not None}})
+            result.open_request[1:] = final
+        result.requests.append(result.open_request)
+        result.open_request = None
+
+
+def _request_tokens(usage: Mapping[str, Any]) -> list[Any]:
+    split = usage.get("cache_creation")
+    write_1h = _whole(split.get("ephemeral_1h_input_tokens")) if isinstance(split, Mapping) else None
+    tokens = tokens_from_snake(usage)
+    return [tokens["fresh_input"], tokens["cache_write"], write_1h, tokens["cache_read"], tokens["output"]]
+
+
+def _usage_fields(request: list[Any]) -> dict[str, Any]:
+    """A request's entry back as the API's usage fields (what message_delta then updates)."""
+    _, fresh, write, write_1h, read, output = request
+    fields: dict[str, Any] = {"input_tokens": fresh, "cache_creation_input_tokens": write,
+                              "cache_read_input_tokens": read, "output_tokens": output}  # fmt: skip
+    if write_1h is not None:
+        fields["cache_creation"] = {"ephemeral_5m_input_tokens": write - write_1h, "ephemeral_1h_input_tokens": write_1h}
+    return fields
 
 
 def _whole(value: Any) -> int:

@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--config", type=Path,
-        help="bench.toml: arms, tasks, tiers, floor and [pricing] weights (default, without --store: the bench a "
+        help="bench.toml: arms, tasks, tiers, floor, [pricing] weights and [prices] (default, without --store: the bench a "
         "sitting started here would load)",
     )  # fmt: skip
     report.add_argument("--floor", type=positive_int, help="scored trials a cell needs to count (default 3)")
@@ -345,7 +345,7 @@ def _export(args: argparse.Namespace) -> int:
         return 2
     selection = Selection(
         model_kind=settings.model_kind, arms=settings.arms, tasks=list(settings.tasks) if settings.tasks is not None else None,
-        definitions=settings.definitions, secrets=harness_secrets(declared),
+        definitions=settings.definitions, secrets=harness_secrets(declared), prices=settings.prices,
     )  # fmt: skip
     try:
         result = export_inspect(stores, args.directory, selection)

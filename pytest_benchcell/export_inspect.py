@@ -75,6 +75,7 @@ class Selection:
     tasks: Sequence[str] | None = None  # None: every task of the store
     definitions: Mapping[tuple[str, str], Definition] | None = None  # the bench's current ones, if known
     secrets: Sequence[str] = ()  # values to redact once more (the exporter's credentials, declared secrets)
+    prices: Any = None  # prices.PriceTable each trial's dollars are priced at; None: the package's table
 
 
 @dataclass
@@ -357,7 +358,7 @@ class _LogWriter:
             messages=messages,
             output=M.ModelOutput.from_content(model, final_answer),
             scores={VERDICT: score},
-            metadata=_metadata(sample, verdict, bool(events)),
+            metadata={**_metadata(sample, verdict, bool(events)), **_dollars(sample, self.selection.prices)},
             events=timeline,
             model_usage=_usage(self.ai, sample, self.model_name),
             started_at=sample.get("started_at"),
@@ -395,6 +396,15 @@ def _metadata(sample: Mapping[str, Any], verdict: str, transcript: bool) -> dict
         **{key: sample.get(key) for key in keys if key in sample},
         "messages_from": "the kept transcript" if transcript else "the sample's tool calls and final answer (no transcript kept)",
     }
+
+
+def _dollars(sample: Mapping[str, Any], prices: Any) -> dict[str, Any]:
+    """The trial in US dollars at the selection's prices (prices.py; None: unknown), beside the CLI's own
+    estimate (`cost_usd`), and whether its cache writes were priced at the default 5-minute lifetime."""
+    from .prices import package_table, price_usage
+
+    priced = price_usage(sample.get("usage"), sample.get("model"), prices or package_table())
+    return {"dollars": priced.dollars, "dollars_default_lifetime": priced.assumed_5m}
 
 
 def _usage(ai: Any, sample: Mapping[str, Any], model_name: Callable[[str], str]) -> dict[str, Any]:

@@ -108,6 +108,8 @@ class CellTally:
     errors: int = 0
     spent: float = 0.0  # cost-equivalent tokens of this sitting's trials
     usage_unknown: int = 0  # trials whose replies came without usage: their tokens are not in `spent`
+    dollars: list[float] = field(default_factory=list)  # this sitting's trials in dollars (dollar_budget.py)
+    dollars_unknown: int = 0  # trials with no usage or no price: not in `dollars`
     scored_after: int | None = None
     stale_scoring: int = 0  # scored under the current conditions but an older scoring: --bench-rescore
     other_conditions: int = 0  # scored under other conditions (another definition of the cell): never pooled
@@ -236,6 +238,7 @@ class SittingStop:
 
     after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES
     budget: bool = False
+    budget_option: str = "--bench-budget"  # the option that set the budget, named in the stop
     api_failures_in_row: int = 0
     reason: str | None = None
     headline: str | None = None
@@ -262,7 +265,7 @@ class SittingStop:
         if self.budget and unmetered:
             return self._stop(
                 f"the model API reported no usage for the replies of {trial}",
-                "--bench-budget cannot be kept unmetered (a gateway that drops usage fields?); the trial's usage is "
+                f"{self.budget_option} cannot be kept unmetered (a gateway that drops usage fields?); the trial's usage is "
                 "stored as unknown",
             )
         return None
@@ -301,6 +304,7 @@ class SittingState:
     wall_clock_ms: int
     reserved: bool  # False for --collect-only: numbers are a preview, nothing was written
     budget: int | None = None  # cost-equivalent tokens; no new trial starts once spent
+    budget_usd: float | None = None  # dollars (--bench-budget-usd): no trial starts that would pass it
     probe: dict[str, Any] | None = None  # {"verdict", "drop", "swap"} from pytest_benchcell_probe
     exec_audit: str = ""  # "on (strace ...)" or "off (why)": shown in the header
     sandbox: str = ""  # "on (bubblewrap ...)" or "off (why)": shown in the header

@@ -146,6 +146,7 @@ _PROBE = "zz_probe_key"
 _MINIMAL_BENCH: dict[str, Any] = {
     "bench": {"model": "m", "smallest_effect": {"success": 0.1}},
     "pricing": {},
+    "prices": {"m": {"input": 1, "output": 2, "long_context": {"above": 10, "input": 2, "output": 4}}},
     "checker": {},
     "arms": {"a": {"tools": ["Bash"], "binaries": ["b"], "mcp_servers": {"s": {"command": "x"}},
                    "arguments": {"b": {"deny_options": ["-x"]}}}},
@@ -157,6 +158,8 @@ BENCH_TABLES: dict[str, tuple[str | int, ...]] = {
     "[bench]": ("bench",),
     "[bench] smallest_effect": ("bench", "smallest_effect"),
     "[pricing]": ("pricing",),
+    "[prices.MODEL]": ("prices", "m"),
+    "[prices.MODEL] long_context": ("prices", "m", "long_context"),
     "[checker]": ("checker",),
     "[arms.NAME]": ("arms", "a"),
     "[arms.NAME.mcp_servers.NAME]": ("arms", "a", "mcp_servers", "s"),
@@ -183,7 +186,7 @@ def accepted_bench_keys() -> dict[str, tuple[str, ...]]:
         try:
             parse_bench(REPO / "bench.toml", document)
         except BenchConfigError as refusal:
-            lists = re.findall(r"allowed(?: keys)?: ((?:[a-z_]+, )*[a-z_]+)", str(refusal))
+            lists = re.findall(r"allowed(?: keys)?: ((?:[a-z_0-9]+, )*[a-z_0-9]+)", str(refusal))
             assert lists, f"the loader's refusal of an unknown key in {table} names no allowed keys: {refusal}"
             accepted[table] = tuple(lists[-1].split(", "))
         else:

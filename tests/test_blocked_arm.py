@@ -293,7 +293,7 @@ def test_an_index_of_the_row_format_before_the_flag_is_read_around_then_rebuilt(
     index.write_text("\n".join(older) + "\n")
     assert store.count_current(cell, Definition("fp-current", "fp-current")).current == 2
     store.append(make_sample(trial=4, minutes=3))
-    assert [row.split("\t")[0] for row in index.read_text().splitlines()] == ["b6"] * 4
+    assert [row.split("\t")[0] for row in index.read_text().splitlines()] == ["b7"] * 4
     assert [row.split("\t")[10] for row in index.read_text().splitlines()] == ["", "1", "", ""]
     assert store.count_current(cell, Definition("fp-current", "fp-current")).current == 3
 

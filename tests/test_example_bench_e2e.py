@@ -162,6 +162,29 @@ def test_a_parallel_sweep_stores_exactly_one_sample_per_trial(swept):
 
 
 @pytest.mark.slow
+def test_a_scripted_sweep_reports_dollars_per_arm_from_the_packages_table(swept):
+    from pytest_benchcell.prices import PACKAGE_ORIGIN, package_table, price_usage
+
+    dollars = json.loads((swept / "report.json").read_text())["dollars"]
+    assert [row["arm"] for row in dollars["rows"]] == ["cli-skill", "native", "mcp", "raw-api"]
+    for row in dollars["rows"]:
+        # every trial priced, its cache writes by the lifetime the (scripted) API reported
+        assert row["per_trial"]["mean"] > 0 and (row["trials"], row["unknown"], row["default_lifetime"]) == (6, 0, 0), row
+        assert row["cli_estimate_per_trial"] > 0 and row["per_success"] >= row["per_trial"]["mean"]
+    (price,) = dollars["prices"]
+    assert (price["model"], price["origin"], price["as_of"]) == ("claude-sonnet-4-5", PACKAGE_ORIGIN, package_table().as_of)
+    markdown = (swept / "report.md").read_text()
+    assert "## Dollars" in markdown and "| cli-skill | $" in markdown
+    # Each stored sample holds its requests with the cache-write split, and priced they make the report's figure.
+    samples = stored(swept)
+    assert all(s["usage"]["requests"] and all(r[3] is not None for r in s["usage"]["requests"]) for s in samples)
+    cli_skill = [price_usage(s["usage"], s["model"], package_table()).dollars for s in samples if s["arm"] == "cli-skill"]
+    by_task = [sum(d for d, s in zip(cli_skill, [s for s in samples if s["arm"] == "cli-skill"]) if s["task"] == task) / 3
+               for task in SWEEP_TASKS]  # fmt: skip
+    assert dollars["rows"][0]["per_trial"]["mean"] == pytest.approx(sum(by_task) / 2, rel=1e-5)
+
+
+@pytest.mark.slow
 def test_the_per_trial_token_never_reaches_the_store_or_a_report(swept):
     samples, trials = stored(swept), spied(swept)
     # The raw-api arm ran `curl -v`, whose output shows the Authorization header: redacted.

@@ -94,6 +94,11 @@ def test_every_sample_of_the_selection_is_read_back_with_messages_score_and_usag
     (usage,) = by_verdict["pass"].model_usage.values()
     assert (usage.input_tokens, usage.input_tokens_cache_write, usage.input_tokens_cache_read, usage.output_tokens) == (1000, 800, 4000, 300)
     assert usage.total_tokens == 6100 and usage.total_cost == pytest.approx(0.0123)
+    # The trial in dollars at the package's prices (sonnet 4.5: $3, $3.75, $0.30, $15 per million), the
+    # CLI's own estimate beside it; a sample without requests has its cache writes at the 5-minute price.
+    metadata = by_verdict["pass"].metadata
+    assert metadata["dollars"] == pytest.approx((1000 * 3 + 800 * 3.75 + 4000 * 0.3 + 300 * 15) / 1e6)
+    assert metadata["dollars_default_lifetime"] is True and metadata["cost_usd"] == pytest.approx(0.0123)
     assert cli.stats.model_usage["anthropic/claude-sonnet-4-5"].input_tokens_cache_read == 7 * 4000
     assert cli.results.scores[0].metrics["pass_rate"].value == pytest.approx(2 / 5)
     assert cli.results.scores[0].metrics["invalid"].value == 1 and cli.results.scores[0].metrics["error"].value == 1

@@ -530,7 +530,7 @@ def test_json_validates_against_the_schema(tmp_path: Path) -> None:
     ]
     report = build_report(write_samples(tmp_path, samples), ReportSettings(fingerprint_policy="group"))
     document = validate(report)
-    assert document["report_schema"] == 5
+    assert document["report_schema"] == 6
     assert document["headline"]["tasks"] == []  # b covers nothing: no comparable task, nulls not zeros
     assert document["headline"]["rows"][0]["cost_equivalent"]["mean"] is None
     cells = {(c["arm"], c["task"]): c for c in document["cells"]}

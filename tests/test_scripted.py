@@ -201,7 +201,11 @@ def test_non_streaming_request_gets_a_plain_message(serve):
     assert message["content"][0] == {"type": "text", "text": "Listing."}
     assert message["content"][1]["input"] == {"command": "ls"}
     assert set(message["usage"]) == {"input_tokens", "cache_creation_input_tokens",
-                                     "cache_read_input_tokens", "output_tokens"}
+                                     "cache_read_input_tokens", "output_tokens", "cache_creation"}
+    # The cache writes split by lifetime, as the API reports them: 5 minutes unless a breakpoint says 1h.
+    split = message["usage"]["cache_creation"]
+    assert split == {"ephemeral_5m_input_tokens": message["usage"]["cache_creation_input_tokens"],
+                     "ephemeral_1h_input_tokens": 0}
 
 
 # --------------------------------------------------------------------------- the script
@@ -534,6 +538,20 @@ def test_message_delta_repeats_the_input_usage_and_counts_output(serve):
         assert delta_usage[key] == start_usage[key]
     assert delta_usage["output_tokens"] > 100  # ~ the JSON of a 400-character command / 4
     assert model.usages[0].as_dict() == delta_usage
+
+
+def test_cache_writes_are_split_by_the_lifetime_the_request_asks_for(serve):
+    model = serve([Answer("one"), Answer("two")])
+    system_5m = [{"type": "text", "text": "You are terse. " * 200, "cache_control": {"type": "ephemeral"}}]
+    system_1h = [{"type": "text", "text": "You are brief. " * 200, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+
+    for system, lifetime in ((system_5m, "5m"), (system_1h, "1h")):
+        start = stream_of(model, request(system=system))[0][1]["message"]["usage"]
+        written = start["cache_creation_input_tokens"]
+        assert written > 500
+        other = "1h" if lifetime == "5m" else "5m"
+        assert start["cache_creation"] == {f"ephemeral_{lifetime}_input_tokens": written, f"ephemeral_{other}_input_tokens": 0}
+    assert [usage.cache_write_1h > 0 for usage in model.usages] == [False, True]
 
 
 def test_failed_requests_report_no_usage(serve):

@@ -178,7 +178,7 @@ def test_count_current_uses_the_index_and_the_samples_written_after_it(tmp_path:
     store = Store(tmp_path)
     store.append({**make_sample(1), "provenance": {"fingerprint": "fp"}})
     store.append({**make_sample(2, status="invalid"), "provenance": {"fingerprint": "fp"}})
-    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b6\tid-cli-count-open-1\t0\t")
+    assert store.index_path(CELL).read_text().splitlines()[0].startswith("b7\tid-cli-count-open-1\t0\t")
     # a sample that reached the samples file but not the index (a crash between the two writes)
     with store.samples_path(CELL).open("ab") as handle:
         handle.write((json.dumps({**make_sample(3), "provenance": {"fingerprint": "fp"}}) + "\n").encode())
@@ -262,7 +262,7 @@ def test_an_index_of_an_older_row_format_is_parsed_around_then_rebuilt_at_the_ne
     assert _where_ran(store) == [("box-a", "gw0")] * 2
 
     store.append({**make_sample(3), "provenance": {"fingerprint": "fp", "host": "box-b", "gateway": None}})
-    assert [row.split("\t")[0] for row in index.read_text().splitlines()] == ["b6"] * 3
+    assert [row.split("\t")[0] for row in index.read_text().splitlines()] == ["b7"] * 3
     reader = IndexReader(store.samples_path(CELL), index, [], {})
     assert len(reader.rows()) == 3 and reader.parsed == 0 and reader.trusted
     assert _where_ran(store) == [("box-a", "gw0"), ("box-a", "gw0"), ("box-b", None)]

@@ -11,6 +11,7 @@ from typing import Any
 from .. import tool_identity
 from ..api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES, MIN_API_STALL_MS
 from ..isolation.limits import DEFAULT_LIMITS, Limits
+from ..prices import package_table
 from .arms import _parse_arm
 from .model import (
     DEFAULT_EXEC_AUDIT,
@@ -38,6 +39,7 @@ from .model import (
     did_you_mean,
 )
 from .placeholders import PLACEHOLDER
+from .price_overrides import price_overrides
 from .reader import _Reader, _refuse_case_clashes
 from .tasks import _parse_task
 
@@ -63,7 +65,7 @@ def load_bench(path: str | Path) -> Bench:
     return parse_bench(file, document)
 
 
-TOP_LEVEL_TABLES = ("bench", "pricing", "checker", "arms", "tasks")
+TOP_LEVEL_TABLES = ("bench", "pricing", "prices", "checker", "arms", "tasks")
 
 
 def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
@@ -73,7 +75,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         if key not in TOP_LEVEL_TABLES:
             raise BenchConfigError(
                 f"{file}: unknown top-level table [{key}]{did_you_mean(key, TOP_LEVEL_TABLES)}; "
-                f"allowed: [bench], [pricing], [checker], [arms.NAME], [tasks.ID]"
+                f"allowed: [bench], [pricing], [prices.MODEL], [checker], [arms.NAME], [tasks.ID]"
             )
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
@@ -94,6 +96,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     pricing = _Reader(file, "pricing", document.get("pricing", {}))
     pricing.only(*DEFAULT_WEIGHTS)
     weights = {name: pricing.number(name, default) for name, default in DEFAULT_WEIGHTS.items()}
+    prices = package_table().with_overrides(price_overrides(file, document, package_table()))
 
     arms_table = top.require("arms")
     arms_reader = _Reader(file, "arms", arms_table)
@@ -143,6 +146,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         tiers=tiers,
         secrets=secrets,
         weights=weights,
+        prices=prices,
         arms=arms,
         tasks=tasks,
         ready_timeout_ms=bench.integer("ready_timeout_ms", DEFAULT_READY_TIMEOUT_MS),

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ..api_faults import DEFAULT_API_STALL_MS, DEFAULT_STOP_AFTER_API_FAILURES
 from ..isolation.limits import DEFAULT_LIMITS, Limits
+from ..prices import PriceTable, package_table
 from ..sample import Definition
 
 DEFAULT_STORE = "bench/results"
@@ -194,6 +195,13 @@ class Bench:
     # binaries, `server_files` for its MCP servers), given by parse_bench so this module stays pure.
     # None (a Bench built by hand): conditions without identities.
     tool_identity: IdentifiesTools | None = field(default=None, compare=False, repr=False)
+    # What each model's tokens cost in dollars: the package's table with the bench's [prices."MODEL"]
+    # over it (prices.py). None (a Bench built by hand): the package's table. Never part of the conditions.
+    prices: PriceTable | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def price_table(self) -> PriceTable:
+        return self.prices if self.prices is not None else package_table()
 
     def compared_pairs(self, arms: list[str] | None = None) -> list[tuple[str, str]]:
         """The declared comparisons among `arms` (default: every arm), or every pair of them."""

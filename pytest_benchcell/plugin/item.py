@@ -12,6 +12,7 @@ from .keys import (
     API_ERROR_PROPERTY,
     BLOCKED_PROPERTY,
     COST_PROPERTY,
+    DOLLARS_PROPERTY,
     HARNESS_BROKE_PROPERTY,
     PROGRESS_PROPERTY,
     REASON_PROPERTY,
@@ -100,6 +101,8 @@ class TrialItem(pytest.Item):
             spent = sitting_spend(state.extra.get("spend_in", state.store), cells, state.sitting_id, state.bench.weights)
             if spent >= state.budget:
                 pytest.skip(f"budget of {state.budget:,} cost-equivalent tokens reached ({spent:,.0f} spent this sitting)")
+        if state.budget_usd is not None:
+            self._keep_to_dollars()
         spec = TrialSpec(
             bench=state.bench,
             arm=self.planned.arm,
@@ -121,6 +124,23 @@ class TrialItem(pytest.Item):
             return
         tag = sample["outcome"] if sample["status"] == STATUS_SCORED else sample["status"]
         raise TRIAL_EXCEPTIONS[tag](printable(sample["reason"]), pytrace=False)  # it may quote what the agent made
+
+    def _keep_to_dollars(self) -> None:
+        """--bench-budget-usd: skip the trial when the sitting's spend plus its expected cost would pass it."""
+        from ..dollar_budget import dollar_spend
+        from ..store import Cell
+
+        state = self.config.stash[SITTING_KEY]
+        assert state.budget_usd is not None  # called only under --bench-budget-usd
+        cells = [Cell(state.model_kind, arm, task) for arm, task in state.tallies]
+        summaries = state.extra.get("spend_in", state.store).iter_summaries([], cells=cells)
+        spend = dollar_spend(summaries, state.sitting_id, state.bench.price_table)
+        # Workers that read one store (this machine's) may be running a trial each; a worker on another
+        # machine keeps to its share of the budget (xdist_bridge) and runs its trials one at a time.
+        running = int(getattr(self.config, "workerinput", {}).get("workercount", 1)) if "spend_in" in state.extra else 1
+        refusal = spend.refuses((self.planned.arm, self.planned.task), state.budget_usd, running=running)
+        if refusal is not None:
+            pytest.skip(refusal)
 
     def _arm_stopped(self) -> str | None:
         """Why this trial's arm runs no more trials this sitting (arm_stops.py): by this process's own
@@ -148,7 +168,13 @@ class TrialItem(pytest.Item):
         self.user_properties.append(("benchcell_cell", [self.planned.arm, self.planned.task]))
         cost = cost_equivalent(sample["usage"]["total"], state.bench.weights)
         self.user_properties.append((COST_PROPERTY, cost))
+        from ..dollar_budget import sample_dollars
+        from ..prices import usd
+
+        dollars = sample_dollars(sample, state.bench.price_table)
+        self.user_properties.append((DOLLARS_PROPERTY, dollars))
         spend = f"{cost:,.0f} cost-eq tokens" if sample["usage"]["total"] is not None else "usage unknown"
+        spend += f", {usd(dollars)}" if dollars is not None else ""
         waited = sample.get("api_wait_ms") or 0
         api_wait = f" ({waited / 1000:.1f} s of it the API's retry waits)" if waited else ""
         progress = f"{sample['turns']} turns, {spend}, {sample['duration_ms'] / 1000:.1f} s{api_wait}"

@@ -18,6 +18,7 @@ SITTING_KEY: pytest.StashKey[SittingState] = pytest.StashKey()
 STATUS_PROPERTY = "benchcell_status"
 PROGRESS_PROPERTY = "benchcell_progress"
 COST_PROPERTY = "benchcell_cost"
+DOLLARS_PROPERTY = "benchcell_dollars"  # the trial in dollars at the bench's prices; None: unknown
 REASON_PROPERTY = "benchcell_reason"
 BLOCKED_PROPERTY = "benchcell_sandbox_blocked"
 API_ERROR_PROPERTY = "benchcell_api_error"  # the sample's api_error: the model API ended the trial

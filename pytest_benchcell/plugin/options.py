@@ -36,6 +36,17 @@ def _trials_per_cell(text: str) -> int:
     return value
 
 
+def _dollars(text: str) -> float:
+    import argparse
+
+    from ..dollar_budget import parse_usd
+
+    try:
+        return parse_usd(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 FILL_DECIDE = "decide"
 
 
@@ -77,6 +88,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "the floor); 'decide': only trials that advance a comparison still undecided (docs/statistics.md)")
     group.addoption("--bench-budget", type=_positive_int, default=None, dest="bench_budget", metavar="TOKENS",
                     help="stop starting trials once this sitting spent this many cost-equivalent tokens")
+    group.addoption("--bench-budget-usd", type=_dollars, default=None, dest="bench_budget_usd", metavar="USD",
+                    help="start no trial that would take this sitting's spend past this many US dollars, at the prices of "
+                         "the bench's model (the package's price table and [prices] in bench.toml)")
     group.addoption("--bench-rescore", action="store_true", default=False, dest="bench_rescore",
                     help="score the stored samples of the selected cells again with the current checker (no trials, "
                          "no model calls); changed verdicts are appended as rescore records")

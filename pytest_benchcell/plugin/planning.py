@@ -40,6 +40,10 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     worker_plan = getattr(config, "workerinput", {}).get(WORKER_PLAN_KEY)
     bench = _load(config) if worker_plan is None else _load_worker_bench(config, worker_plan)
     arms, tasks = _selection(bench, option.bench_arm, option.bench_task)
+    if option.bench_budget_usd is not None and bench.price_table.find(bench.model) is None:
+        from ..prices import unpriced_message
+
+        raise pytest.UsageError(f"{bench.path}: {unpriced_message(bench.model, str(bench.path))}")
     if option.bench_fill not in (None, FILL_DECIDE) and option.bench_trials is not None:
         raise pytest.UsageError("--bench-fill and --bench-trials exclude each other: fill decides the trials per cell")
     probe = worker_plan["probe"] if worker_plan else _run_probe(config, bench)
@@ -138,6 +142,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         wall_clock_ms=wall_clock_ms,
         reserved=not collect_only,
         budget=option.bench_budget,
+        budget_usd=option.bench_budget_usd,
         probe=probe,
         exec_audit=exec_audit,
         sandbox=boundary.describe(),
@@ -160,7 +165,9 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     elif option.bench_fill is not None:
         target = option.bench_fill or bench.floor
         state.extra["nothing_left"] = f"nothing to do: every selected cell already has {target} scored samples"
-    state.stop = SittingStop(after_api_failures=bench.stop_after_api_failures, budget=option.bench_budget is not None)
+    state.stop = SittingStop(after_api_failures=bench.stop_after_api_failures,
+                             budget=option.bench_budget is not None or option.bench_budget_usd is not None,
+                             budget_option="--bench-budget" if option.bench_budget is not None else "--bench-budget-usd")  # fmt: skip
     state.arm_stops = ArmStops(after_blocked=bench.stop_after_blocked)
     for cell in cells:
         tally = state.tallies[cell] = CellTally(arm=cell[0], task=cell[1], scored_before=scored[cell])

@@ -13,6 +13,7 @@ from .keys import (
     API_ERROR_PROPERTY,
     BLOCKED_PROPERTY,
     COST_PROPERTY,
+    DOLLARS_PROPERTY,
     HARNESS_BROKE_PROPERTY,
     PROGRESS_PROPERTY,
     REASON_PROPERTY,
@@ -140,6 +141,9 @@ class SittingPlugin:
         unmetered = bool(properties.get(UNMETERED_PROPERTY))
         if tally is not None:
             tally.count(status, outcome, float(properties.get(COST_PROPERTY) or 0.0), properties.get(BLOCKED_PROPERTY) or (), unmetered=unmetered)
+            dollars = properties.get(DOLLARS_PROPERTY)
+            tally.dollars += [float(dollars)] if dollars is not None else []
+            tally.dollars_unknown += dollars is None
         name = report.nodeid.rsplit("::", 1)[-1]
         stop = self.state.stop.record(name, status, properties.get(API_ERROR_PROPERTY), unmetered=unmetered)
         if stop is not None:
@@ -208,6 +212,11 @@ class SittingPlugin:
             spent=spent,
             budget=state.budget,
         )
+        if state.reserved and any(tally.dollars for tally in state.tallies.values()) or state.budget_usd is not None:
+            from ..dollar_budget import spent_line
+
+            tallies = state.tallies.values()
+            lines[-1:-1] = [spent_line([d for t in tallies for d in t.dollars], state.budget_usd, sum(t.dollars_unknown for t in tallies))]
         dsession = config.pluginmanager.get_plugin("dsession")
         worker_stop = str(getattr(dsession, "shouldstop", "") or "")  # a worker's own rule stopped it
         stopped = state.stop.reason or (worker_stop if worker_stop.startswith(STOP_PREFIX) else None)

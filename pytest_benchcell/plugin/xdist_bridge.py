@@ -206,7 +206,7 @@ class _XdistWorker:
         # nodeid -> the sample (its store line) and its transcript (bytes or None), until a report carries them
         self.unsent: dict[str, tuple[bytes, bytes | None]] = {}
         controller_store = Path(config.workerinput[WORKER_PLAN_KEY]["store"])  # type: ignore[attr-defined]
-        if state.budget is not None and controller_store.is_dir():
+        if (state.budget is not None or state.budget_usd is not None) and controller_store.is_dir():
             # The controller's store is in sight (this machine): the budget counts every worker's spend
             # stored so far, plus this worker's own (its spool), each sample once.
             from ..store import StoreSet
@@ -215,6 +215,8 @@ class _XdistWorker:
         elif state.budget is not None:
             # Out of sight (another machine): each worker keeps to its share, so the sitting stays within.
             state.budget = max(1, state.budget // int(config.workerinput.get("workercount", 1)))  # type: ignore[attr-defined]
+        if state.budget_usd is not None and not controller_store.is_dir():
+            state.budget_usd = state.budget_usd / int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
 
     def stop_requested(self) -> str | None:
         """The controller's reason to stop the sitting, when its stop file is in sight (this machine)."""

@@ -16,7 +16,7 @@ from .. import statistics as stats
 from ..sample import MODEL_KINDS, TOKEN_COMPONENTS, Definition
 from .definition_model import ArmDefinitions
 
-REPORT_SCHEMA_VERSION = 5
+REPORT_SCHEMA_VERSION = 6
 # Same defaults as [pricing] in bench.toml (config.DEFAULT_WEIGHTS): API price ratios to fresh input.
 DEFAULT_WEIGHTS: dict[str, float] = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "output": 5.0}
 FINGERPRINT_POLICIES = ("newest", "group")
@@ -62,6 +62,7 @@ class ReportSettings:
     # (metric "success" or "tokens" -> smallest effect), which makes equivalence a verdict.
     comparisons: Sequence[tuple[str, str]] | None = None
     smallest_effect: Mapping[str, float] = field(default_factory=dict)
+    prices: Any = None  # prices.PriceTable the dollars are priced at; None: the package's table
 
     def validate(self) -> None:
         if not isinstance(self.floor, int) or isinstance(self.floor, bool) or self.floor < 1:
@@ -384,6 +385,49 @@ class CostPerSuccessTable:
 
 
 @dataclass(frozen=True)
+class DollarsRow:
+    """One arm in US dollars over the table's tasks, each trial priced from its own usage."""
+
+    arm: str
+    per_trial: Figure  # mean over tasks of the per-task mean dollars, interval about tasks like these
+    per_success: float | None  # dollars per trial / pass rate (these tasks); None: nothing passed or unknown
+    per_success_low: float | None  # Fieller interval; None: no interval (fewer than 2 trials a task)
+    per_success_high: float | None  # None with low set: unbounded above
+    success_rate: float | None
+    cli_estimate_per_trial: float | None  # the CLI's own estimate (cost_usd) over the same trials, mean over tasks
+    trials: int  # scored trials priced
+    unknown: int  # scored trials of these tasks without dollars: usage unknown, or a model without a price
+    default_lifetime: int  # of `trials`: cache writes priced at the 5-minute price, their lifetime not recorded
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """The prices a model's trials were priced at (US dollars per million tokens); all None: no price."""
+
+    model: str
+    origin: str  # the package's price table, or the bench.toml that sets it
+    as_of: str
+    source: str
+    input: float | None
+    cache_write_5m: float | None
+    cache_write_1h: float | None
+    cache_read: float | None
+    output: float | None
+    long_context_above: int | None  # prompt tokens past which a request pays long-context prices
+    notes: str
+
+
+@dataclass(frozen=True)
+class DollarsTable:
+    scope: str  # per trial: tasks like these; per success: these tasks
+    tasks: list[str]  # the headline tasks
+    method: str
+    rows: list[DollarsRow]
+    prices: list[ModelPrice]  # every model the trials used, priced or not
+    unpriced: list[str]  # models without a price: their trials' dollars are unknown
+
+
+@dataclass(frozen=True)
 class PassK:
     k: int
     value: float
@@ -488,6 +532,7 @@ class Report:
     # Per arm with samples of more than one definition: each one's figures, what changed, and the
     # current one against an earlier one (figures/definitions.py); empty when no arm has two.
     definitions: list[ArmDefinitions] = field(default_factory=list)
+    dollars: DollarsTable | None = None  # US dollars per trial and per verified success (figures/dollars.py)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(dataclasses.asdict(self))
@@ -518,6 +563,7 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         },
         comparisons=list(bench.compared_pairs()),
         smallest_effect=dict(bench.smallest_effect),
+        prices=bench.price_table,
         tasks={
             task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
             for task_id, task in bench.tasks.items()

@@ -53,10 +53,13 @@ _take_tokens = operator.itemgetter(*TOKEN_COMPONENTS)
 
 # What the report keeps of one sample: plain values only (see _reduce). Positions in the tuple:
 (_SEEN, _STATUS, _OUTCOME, _TOKENS, _TURNS, _DURATION, _COST, _MODEL, _TIER, _BONUS, _HOST, _GATEWAY, _SITTING,
- _SKILL) = range(14)  # fmt: skip
+ _SKILL, _PRICING) = range(15)  # fmt: skip
 _Row = tuple[Any, ...]
 # started_at, passed, cost-equivalent tokens (None: usage unknown), the sitting that ran it ("": not recorded)
 Trial = tuple[str, bool, "float | None", str]
+# A scored trial as dollars are priced from it: passed, its four token components (None: unknown), its
+# index row's pricing text, its model, the CLI's own estimate (cost_usd).
+TrialUsage = tuple[bool, "tuple[int, ...] | None", str, "str | None", Any]
 # A trial that did not pass, as read: started_at, trial number, sample id, verdict, where its lines lie.
 _Failure = tuple[str, int, str, str, tuple[SampleLine, ...]]
 
@@ -94,6 +97,7 @@ def _reduce(sample: Mapping[str, Any]) -> tuple[str, _Row]:
     return provenance["fingerprint"], (
         seen or "", status, outcome, tokens, turns, duration, cost, model, tier, bonus, host, gateway, str(sitting or ""),
         (skill["delivery"], skill["used"]) if skill else None,
+        usage.get("pricing") or "",
     )
 
 
@@ -173,6 +177,10 @@ class _Group:
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
+        # What the dollars are priced from, per scored trial (figures/dollars.py prices them at the report's prices).
+        self.priced: list[TrialUsage] = [
+            (row[_OUTCOME] == OUTCOME_PASS, row[_TOKENS], row[_PRICING], row[_MODEL], row[_COST]) for row in scored
+        ]
         newest_first = sorted(failures, key=lambda failure: failure[:3], reverse=True)
         self.failures = sorted(newest_first[:FAILURES_PER_CELL], key=lambda failure: (failure[1], failure[0]))
         self.failures_left_out = len(failures) - len(self.failures)

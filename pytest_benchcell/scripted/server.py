@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .steps import Answer, ApiError, BrokenStream, Delay, NoUsage, Repeat, Stall, Step, ToolUse, _validate_script
-from .usage import CHARS_PER_TOKEN, Usage, _PromptCache, offered_tools, prompt_text
+from .usage import CHARS_PER_TOKEN, Usage, _PromptCache, cache_lifetime, offered_tools, prompt_text
 from .wire import FIRST_DELTA_EVENTS, SSE_TYPE, _message, _sse_event, _sse_events, error_body
 
 EXHAUSTED_TEXT = "(script exhausted)"
@@ -281,7 +281,7 @@ class ScriptedModel:
         output = max(1, len(json.dumps(content, sort_keys=True)) // CHARS_PER_TOKEN)
         with self._lock:
             fresh, write, read = self._cache.account(head, final, remember=answered)
-            usage = Usage(fresh, write, read, output)
+            usage = Usage(fresh, write, read, output, cache_write_1h=write if cache_lifetime(body) == "1h" else 0)
             if reported:
                 self._usages.append(usage)
         return usage

@@ -17,22 +17,49 @@ DEFERRED_TOOLS = re.compile(r"deferred tools are now available[^\n]*\n(.*?)</sys
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage of one answered request, in the API's four components."""
+    """Token usage of one answered request, in the API's four components, with its cache writes split
+    by lifetime as the API reports them (`cache_creation`: 5 minutes, 1 hour)."""
 
     input_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
     output_tokens: int
+    cache_write_1h: int = 0  # of cache_creation_input_tokens, written for an hour
 
-    def input_fields(self) -> dict[str, int]:
+    def input_fields(self) -> dict[str, Any]:
         return {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": self.cache_creation_input_tokens - self.cache_write_1h,
+                "ephemeral_1h_input_tokens": self.cache_write_1h,
+            },
         }
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return {**self.input_fields(), "output_tokens": self.output_tokens}
+
+
+def cache_lifetime(body: dict[str, Any]) -> str:
+    """The lifetime ("5m" or "1h") of the cache the request writes: its last cache breakpoint's `ttl`
+    (the API's default, 5 minutes, where it names none). The fake writes every new cached token with
+    it: it keeps one cache, not one per breakpoint."""
+    last: Any = None
+
+    def visit(value: Any) -> None:
+        nonlocal last
+        if isinstance(value, dict):
+            if isinstance(value.get("cache_control"), dict):
+                last = value["cache_control"]
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    visit([body.get("system"), body.get("tools"), body.get("messages")])
+    return "1h" if isinstance(last, dict) and last.get("ttl") == "1h" else "5m"
 
 
 def _without_cache_control(value: Any) -> Any:

@@ -37,7 +37,7 @@ def _message(
     model: str,
     content: list[dict[str, Any]],
     stop_reason: str | None,
-    usage: dict[str, int],
+    usage: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "id": message_id,

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import skill_use
 from ..harness_broke import harness_broke
+from ..prices import pricing_text
 from ..sample import TOKEN_COMPONENTS, conditions_of, scoring_of
 from .layout import DUPLICATE, Cell, Problem
 from .lines import decode, tail
@@ -44,18 +45,20 @@ from .lines import decode, tail
 # index written in an older format is rebuilt whole at the cell's next append (appending.append_index).
 # `broke` is "1" when the harness broke the trial (harness_broke.py): the row keeps the stored verdict,
 # and readers judge it (store/reading.effective), as they would the sample itself.
-_ROW_TAG = "b6"
+# `pricing` is what prices.py needs of the usage beyond its total (per-model totals, each request with
+# its cache-write split), as compact JSON: a report prices the row at the prices in force (b7 on).
+_ROW_TAG = "b7"
 _ROW_FIELDS = (
     "tag", "id", "start", "end", "crc", "status", "conditions", "scoring", "outcome", "rescore_of", "broke",
     "tokens", "turns", "duration_ms", "cost_usd", "model", "tier", "bonus", "started_at", "trial", "sitting",
-    "host", "gateway", "skill",
+    "host", "gateway", "skill", "pricing",
 )  # fmt: skip
 (F_TAG, F_ID, F_START, F_END, F_CRC, F_STATUS, F_CONDITIONS, F_SCORING, F_OUTCOME, F_RESCORE_OF, F_BROKE,
  F_REST) = range(12)  # fmt: skip
 # `skill` is skill_use.index_text: whether the trial used its arm's skill, and how it was delivered.
 # A row is kept split only as far as counting needs (F_REST holds the rest, split for reports).
 (R_TOKENS, R_TURNS, R_DURATION, R_COST, R_MODEL, R_TIER, R_BONUS, R_STARTED, R_TRIAL, R_SITTING, R_HOST,
- R_GATEWAY, R_SKILL) = range(13)  # fmt: skip
+ R_GATEWAY, R_SKILL, R_PRICING) = range(14)  # fmt: skip
 _ROW_LENGTH = len(_ROW_FIELDS) + 4  # plus chain, prior, seen, own
 _TABS_IN_REST = _ROW_LENGTH - 1 - F_REST  # tabs in the unsplit rest of a complete index line
 INDEX_TAIL_BYTES = 16 * 1024
@@ -115,6 +118,7 @@ def _row_of(sample: Mapping[str, Any], start: int, end: int, crc: int) -> str:
         agent_ms(sample), sample.get("cost_usd"), sample.get("model"), sample.get("tier"),
         "1" if sample.get("bonus") is True else "", sample.get("started_at") or sample.get("ended_at"),
         sample.get("trial"), sample.get("sitting"), *_where(sample), skill_use.index_text(sample),
+        pricing_text(sample.get("usage")),
     )  # fmt: skip
     return "\t".join(_clean(value) for value in fields)
 
@@ -219,7 +223,7 @@ def summary_of(fields: Sequence[str], cell: Cell, pool_key: str | None = None) -
         "sitting": rest[R_SITTING] or None,
         "status": fields[F_STATUS],
         "outcome": fields[F_OUTCOME] or None,
-        "usage": {"total": total},
+        "usage": {"total": total, "pricing": rest[R_PRICING]},
         "turns": _number(rest[R_TURNS], int),
         "duration_ms": _number(rest[R_DURATION], int),
         "cost_usd": _number(rest[R_COST], float),

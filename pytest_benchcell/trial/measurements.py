@@ -14,6 +14,8 @@ TOOL_OUTPUT_LIMIT = 4000  # characters of each tool result kept in the sample
 def _fill_measurements(sample: dict[str, Any], result: AgentResult) -> None:
     if result.usage_known:
         sample["usage"] = {"total": dict(result.usage_total), "by_model": {k: dict(v) for k, v in result.usage_by_model.items()}}
+        if result.requests:  # what the dollars are priced from (prices.py): each request with its cache-write split
+            sample["usage"]["requests"] = [list(request) for request in result.requests]
     else:
         sample["usage"] = {"total": None, "by_model": {}}  # unknown, not zero: reports leave it out
     # One definition of a turn: a model reply. The CLI's own num_turns counts differently at the

@@ -20,12 +20,13 @@ from ..model import (
     TaskEntry,
     TaskInfo,
 )
-from ..reading import Trial, _Group, empty_cell, newest, read_cell, summarize_cell
+from ..reading import Trial, TrialUsage, _Group, empty_cell, newest, read_cell, summarize_cell
 from ..stored_definitions import StoredConditions
 from .comparisons import _comparisons
 from .context import _Context, _headline_tasks
 from .cost import _cost_per_success
 from .definitions import arm_definitions
+from .dollars import dollars_table
 from .headline import _arm_coverage, _headline, _outcomes, _pass_hat_k, _tiers
 from .hosts import Place, where_trials_ran
 from .notices import _notices, _provenance
@@ -47,6 +48,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     ]  # fmt: skip
     summaries: dict[tuple[str, str], CellSummary] = {}
     trials: dict[tuple[str, str], list[Trial]] = {}
+    priced: dict[tuple[str, str], list[TrialUsage]] = {}
     samples_read = usage_unknown = 0
     places: list[Place] = []
     every_group: dict[tuple[str, str], dict[str, _Group]] = {}  # for the Definitions section
@@ -60,6 +62,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         summaries[(cell.arm, cell.task)] = summarize_cell(cell.arm, cell.task, groups, used, settings.floor, z)
         usage_unknown += used.usage_unknown if used is not None else 0
         trials[(cell.arm, cell.task)] = used.trials if used is not None else []
+        priced[(cell.arm, cell.task)] = used.priced if used is not None else []
         if used is not None:
             places += [(cell.arm, host, gateway, tally) for (host, gateway), tally in used.places.items()]
 
@@ -116,6 +119,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
         cost_per_success=_cost_per_success(context, headline_tasks),
         hosts=where_trials_ran(places, arms),
         definitions=arm_definitions(every_group, arms, settings, StoredConditions(store), z, context.scored_tasks()),
+        dollars=dollars_table(context, headline_tasks, priced),
     )
     return dataclasses.replace(report, notices=_notices(report, context))
 

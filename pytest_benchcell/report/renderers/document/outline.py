@@ -7,6 +7,7 @@ from .blocks import Block, Bullets, Heading, Table, Text, _printable
 from .cells import _bonus_blocks, _cell_detail_blocks, _host_blocks, _provenance_blocks
 from .comparisons import _comparison_blocks
 from .definitions import _definition_blocks
+from .dollars import _dollar_blocks
 from .failures import _failure_blocks
 from .skill_use import _skill_use_blocks
 from .summary import (
@@ -28,6 +29,7 @@ def document(report: Report, *, detail: bool) -> list[Block]:
         blocks += [Heading("Notes"), Bullets(report.notices)]
     blocks += _headline_blocks(report)
     blocks += _cost_per_success_blocks(report)
+    blocks += _dollar_blocks(report)
     blocks += _comparison_blocks(report, detail=detail)
     blocks += _skill_use_blocks(report, detail=detail)
     blocks += _definition_blocks(report)
