@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from sample_factory import cell_samples, write_samples
 
-from pytest_benchcell.prices import package_table
+from pytest_benchcell.prices import Price, Rates, package_table
 from pytest_benchcell.report import ReportSettings, build_report, render_json, render_markdown, render_terminal
 from pytest_benchcell.report.figures import changes_between, in_counting_order
 from pytest_benchcell.report.renderers.html import render_html
@@ -154,6 +154,16 @@ def test_a_tool_version_and_a_second_model_are_named_and_never_pooled(tmp_path: 
     assert comparison.success_earlier == 1.0 and comparison.success_current == 0.25
     # the headline is the second model's alone
     assert report.headline.rows[0].success.rate == 0.25
+
+
+def test_a_change_of_prices_reprices_both_definitions(two_skills: Store) -> None:
+    """The bench's [prices] over the package's, as the Dollars section reads them: both definitions re-priced."""
+    before = build_report(two_skills, ReportSettings()).definitions[0]
+    doubled = Price("claude-sonnet-4-5", Rates(2 * SONNET_INPUT, 0.0, 0.0, 0.0, 0.0), origin="bench.toml")
+    after = build_report(two_skills, ReportSettings(prices=package_table().with_overrides({"claude-sonnet-4-5": doubled})))
+    for old, new in zip(before.definitions, after.definitions[0].definitions):
+        assert new.dollars_per_trial == pytest.approx(2 * old.dollars_per_trial)
+    assert after.dollars is not None and after.dollars.rows[0].per_trial.mean == pytest.approx(2 * (2000 + 55.5) * SONNET_INPUT / 1e6)
 
 
 def test_with_the_bench_known_the_current_definition_is_the_benchs(two_skills: Store) -> None:
