@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import statistics as stats
+from ...prices import PriceTable
 from ...sample import OUTCOME_PASS
 from ...store import STALE_PREFIX
-from ...prices import PriceTable
 from ..definition_model import (
     DRIFT_NOTE,
     INTERVALS_PER_ARM,
