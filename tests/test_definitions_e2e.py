@@ -85,6 +85,10 @@ def test_editing_the_skill_file_gives_a_report_comparing_the_two_definitions(exa
     comparison = arm["comparison"]
     assert (comparison["earlier"], comparison["current"], comparison["success_difference"]) == ("v1", "v2", 0.0)
     assert comparison["tokens_low"] < comparison["tokens_ratio"] < comparison["tokens_high"]
+    # dollars from the package's price table, each definition's and their ratio, in the same family
+    assert all(one["dollars_per_trial"] > 0 and one["dollars_unknown"] == 0 for one in arm["definitions"])
+    assert comparison["dollars_low"] < comparison["dollars_ratio"] < comparison["dollars_high"]
+    assert comparison["family_size"] == 3
     # every other section reads the current definition only
     assert document["headline"]["rows"][0]["success"]["n_samples"] == 9
 

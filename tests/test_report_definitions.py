@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from sample_factory import cell_samples, write_samples
 
+from pytest_benchcell.prices import Price, Rates, package_table
 from pytest_benchcell.report import ReportSettings, build_report, render_json, render_markdown, render_terminal
 from pytest_benchcell.report.figures import changes_between, in_counting_order
 from pytest_benchcell.report.renderers.html import render_html
@@ -20,6 +21,7 @@ from pytest_benchcell.store import Store
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "pytest_benchcell/data/report.schema.json").read_text())
 TASKS = ("t1", "t2", "t3")
+SONNET_INPUT = package_table().prices["claude-sonnet-4-5"].rates.input  # US dollars per million input tokens
 
 
 def conditions(task: str, *, skill: str = "Use `tracker list`.", version: str = "tracker 1.0", model: str = "m-1") -> dict[str, Any]:
@@ -34,18 +36,20 @@ def conditions(task: str, *, skill: str = "Use `tracker list`.", version: str = 
 
 
 def definition_samples(
-    store: Store, name: str, *, minutes: float, passes: int, tokens: int, trials: int = 4, **changed: str
-) -> None:
+    store: Store, name: str, *, minutes: float, passes: int, tokens: int, trials: int = 4,
+    priced_as: str = "claude-sonnet-4-5", **changed: str,
+) -> None:  # fmt: skip
     """`trials` samples per task of one definition named `name` (its conditions fingerprint per task is
     name-task), in one sitting starting `minutes` after the epoch, with its definitions files written as
-    a sitting writes them; `passes` of each task's trials pass."""
+    a sitting writes them; `passes` of each task's trials pass; each trial's `tokens` (plus 37 a trial)
+    are fresh input tokens of the model `priced_as`, the samples' recorded model."""
     for index, task in enumerate(TASKS):
         fingerprint = f"{name}-{task}"
         store.write_definitions(f"{fingerprint}-s", {"bench": {"name": "b"}, "conditions": conditions(task, **changed), "scoring": {}})
         for sample in cell_samples(
             "cli", task, trials, start_trial=int(minutes) + 1, minutes=minutes + 10 * index, tier="read",
             outcomes=["pass"] * passes + ["incorrect"] * (trials - passes),
-            tokens_by_trial=[(tokens + 37 * trial, 0, 0, 0) for trial in range(trials)],
+            tokens_by_trial=[(tokens + 37 * trial, 0, 0, 0) for trial in range(trials)], model=priced_as,
         ):  # fmt: skip
             sample["sitting"] = f"sitting-{name}-{minutes}"
             sample["provenance"] = {**sample["provenance"], "fingerprint": fingerprint, "conditions": fingerprint, "scoring": "s"}
@@ -70,7 +74,10 @@ def test_each_definition_has_its_own_figures_and_the_change_is_named(two_skills:
     assert old.cost_equivalent_mean == pytest.approx(4000 + 37 * 1.5)
     assert new.model == "m-1" and new.tasks == list(TASKS)
     assert [(change.what, change.key) for change in new.changes] == [("the skill's text", "arm.skill")]
-    assert new.dollars_per_trial is None  # no per-sample dollars in these samples
+    # priced at the report's prices as the Dollars section prices them: fresh input at sonnet's input price
+    assert new.dollars_per_trial == pytest.approx((2000 + 37 * 1.5) * SONNET_INPUT / 1e6)
+    assert old.dollars_per_trial == pytest.approx((4000 + 37 * 1.5) * SONNET_INPUT / 1e6)
+    assert (old.dollars_unknown, new.dollars_unknown) == (0, 0)
     # the rest of the report uses the newest definition only
     assert report.headline.rows[0].success.rate == 1.0
 
@@ -85,7 +92,34 @@ def test_the_current_definition_is_compared_unpaired_with_the_earlier_one(two_sk
     assert comparison.tokens_ratio == pytest.approx(0.5, rel=0.05)
     assert comparison.tokens_low < comparison.tokens_ratio < comparison.tokens_high
     assert (comparison.success_trials_earlier, comparison.tokens_trials_earlier, comparison.tokens_trials_current) == (12, 9, 12)
-    assert "different sittings" in comparison.note and comparison.family_size == 2
+    assert comparison.dollars_ratio == pytest.approx(0.5, rel=0.05)
+    assert comparison.dollars_low < comparison.dollars_ratio < comparison.dollars_high
+    assert (comparison.dollars_trials_earlier, comparison.dollars_trials_current) == (9, 12)
+    # one arm compared: its three intervals (success, tokens, dollars) are the section's family
+    assert "different sittings" in comparison.note and comparison.family_size == 3
+
+
+def test_dollars_are_unknown_where_no_trial_could_be_priced_and_the_unknown_are_counted(tmp_path: Path) -> None:
+    store = write_samples(tmp_path, [])
+    definition_samples(store, "old", minutes=0, passes=2, tokens=4000, priced_as="my-gateway-model")
+    definition_samples(store, "new", minutes=100, passes=4, tokens=2000, skill="other")
+    definition_samples(store, "new", minutes=200, passes=4, tokens=2000, skill="other", trials=1, priced_as="unpriced-2")
+    report = build_report(store, ReportSettings())
+    old, new = report.definitions[0].definitions
+    assert (old.dollars_per_trial, old.dollars_unknown) == (None, 12)
+    assert new.dollars_per_trial == pytest.approx((2000 + 37 * 1.5) * SONNET_INPUT / 1e6)
+    assert new.dollars_unknown == 3
+    comparison = report.definitions[0].comparison
+    assert comparison is not None and comparison.tokens_ratio is not None
+    assert (comparison.dollars_ratio, comparison.dollars_low, comparison.dollars_high) == (None, None, None)
+    # no anchor priced on the earlier side: no trial of either side is used
+    assert (comparison.dollars_trials_earlier, comparison.dollars_trials_current) == (0, 0)
+    for text in ("\n".join(render_terminal(report)), render_markdown(report)):
+        [old_row] = [line for line in text.splitlines() if line.lstrip(" |").startswith("v1 ")]
+        assert old_row.rstrip(" |").endswith(" unknown")  # never $0
+        assert "(3 unknown)" in text
+        assert "dollars: no trial priced on both sides" in text
+    jsonschema.validate(json.loads(render_json(report)), SCHEMA)
 
 
 def test_every_format_says_it(two_skills: Store) -> None:
@@ -96,10 +130,13 @@ def test_every_format_says_it(two_skills: Store) -> None:
         assert "v1 \u2192 v2: the skill's text (" in text
         assert "v2 against v1, over 3 shared tasks" in text and "drift" not in text.split("Definitions")[0]
         assert "part of the difference" in text
-    assert "<h2>Definitions</h2>" in page and "the skill&#x27;s text" in page
+        assert "; dollars \u00d70.50 [" in text and "the section's 3 intervals together" in text
+    assert "<h2>Definitions</h2>" in page and "the skill&#x27;s text" in page and "dollars \u00d70.50 [" in page
     document = json.loads(render_json(report))
     jsonschema.validate(document, SCHEMA)
     assert document["definitions"][0]["comparison"]["success_difference"] == 0.5
+    assert document["definitions"][0]["comparison"]["dollars_ratio"] == pytest.approx(0.5, rel=0.05)
+    assert document["definitions"][0]["definitions"][1]["dollars_unknown"] == 0
 
 
 def test_a_tool_version_and_a_second_model_are_named_and_never_pooled(tmp_path: Path) -> None:
@@ -117,6 +154,16 @@ def test_a_tool_version_and_a_second_model_are_named_and_never_pooled(tmp_path: 
     assert comparison.success_earlier == 1.0 and comparison.success_current == 0.25
     # the headline is the second model's alone
     assert report.headline.rows[0].success.rate == 0.25
+
+
+def test_a_change_of_prices_reprices_both_definitions(two_skills: Store) -> None:
+    """The bench's [prices] over the package's, as the Dollars section reads them: both definitions re-priced."""
+    before = build_report(two_skills, ReportSettings()).definitions[0]
+    doubled = Price("claude-sonnet-4-5", Rates(2 * SONNET_INPUT, 0.0, 0.0, 0.0, 0.0), origin="bench.toml")
+    after = build_report(two_skills, ReportSettings(prices=package_table().with_overrides({"claude-sonnet-4-5": doubled})))
+    for old, new in zip(before.definitions, after.definitions[0].definitions):
+        assert new.dollars_per_trial == pytest.approx(2 * old.dollars_per_trial)
+    assert after.dollars is not None and after.dollars.rows[0].per_trial.mean == pytest.approx(2 * (2000 + 55.5) * SONNET_INPUT / 1e6)
 
 
 def test_with_the_bench_known_the_current_definition_is_the_benchs(two_skills: Store) -> None:

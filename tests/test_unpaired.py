@@ -45,6 +45,18 @@ def test_tokens_are_anchored_per_task_on_the_earlier_definitions_first_trial() -
     assert found.low < found.estimate < found.high
 
 
+def test_dollars_are_compared_as_tokens_are_at_the_scale_of_cents() -> None:
+    """A trial costs cents: the one added to each count is a millionth of a dollar, not a whole one
+    (which would take every ratio to about 1)."""
+    earlier = [("a", 0.02), ("b", 0.2), ("a", 0.02), ("b", 0.2)]
+    current = [("a", 0.01), ("b", 0.1)]
+    found = stats.dollar_ratio(earlier, current, alpha=0.05)
+    assert found.estimate == pytest.approx(0.5, rel=1e-3)
+    assert stats.token_ratio(earlier, current, alpha=0.05).estimate == pytest.approx(1.0, abs=0.1)
+    assert (found.n_earlier, found.n_current) == (2, 2) and found.low < found.estimate < found.high
+    assert stats.dollar_ratio(earlier, [("a", 0.0)], alpha=0.05).estimate == pytest.approx(math.exp(-stats.TOKEN_LOG_RATIO_CLIP))
+
+
 def test_a_trial_far_from_its_anchor_counts_at_the_clip() -> None:
     _, current = stats.anchored_log_tokens([("a", 100.0)], [("a", 1_000_000.0)])
     assert current == [stats.TOKEN_LOG_RATIO_CLIP]

@@ -13,9 +13,12 @@ DRIFT_NOTE = (
     "sittings (the model behind the API, the machine, the service) is part of the difference"
 )
 UNPAIRED_METHOD = (
-    "each definition's own empirical-Bernstein confidence sequence at half the level, joined; tokens as "
-    "clipped log-ratios to each task's first trial under the earlier definition"
+    "each definition's own empirical-Bernstein confidence sequence at half the level, joined; tokens and dollars "
+    "as clipped log-ratios to each task's first trial under the earlier definition, dollars priced at the "
+    "report's prices"
 )
+# Intervals per arm compared (success, tokens, dollars): the section's Bonferroni family is this many per arm.
+INTERVALS_PER_ARM = 3
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,11 @@ class ArmDefinition:
     cost_equivalent_median: float | None
     usage_unknown: int  # scored trials whose usage is unknown (left out of the token figures)
     changes: list[DefinitionChange]  # from the definition before it in this list; [] for the first
-    # Dollars per scored trial where the samples carry their own priced cost (a per-sample dollars
-    # figure); None: not priced. The CLI's own imputed cost_usd is not this figure.
-    dollars_per_trial: float | None = None
+    # Dollars per scored trial, each priced from its own usage at the report's prices as the Dollars
+    # section prices it (mean over the trials priced); None: no trial could be priced. The CLI's own
+    # imputed cost_usd is not this figure.
+    dollars_per_trial: float | None
+    dollars_unknown: int  # scored trials whose dollars are unknown (no usage, or a model without a price)
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class DefinitionComparison:
     note: str  # DRIFT_NOTE
     method: str  # UNPAIRED_METHOD
     confidence: float  # of every interval of the section together (Bonferroni over family_size)
-    family_size: int  # intervals judged together: the arms compared x two metrics
+    family_size: int  # intervals judged together: the arms compared x INTERVALS_PER_ARM
     success_earlier: float | None  # success rates over the shared tasks
     success_current: float | None
     success_difference: float | None  # current - earlier
@@ -80,6 +85,11 @@ class DefinitionComparison:
     tokens_high: float | None
     tokens_trials_earlier: int  # trials used (each task's anchor trial and unknown usage not counted)
     tokens_trials_current: int
+    dollars_ratio: float | None  # dollars current / earlier (per task, geometric), at the report's prices
+    dollars_low: float | None
+    dollars_high: float | None
+    dollars_trials_earlier: int  # trials used (each task's anchor trial and unknown dollars not counted)
+    dollars_trials_current: int
 
 
 @dataclass(frozen=True)

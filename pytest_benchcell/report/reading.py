@@ -164,10 +164,10 @@ class _Group:
         self.cost_equivalent = [cost for cost in costs if cost is not None]
         # The scored trials in the order they started, with their sittings (the within-task comparison
         # pairs trials of one sitting first).
-        self.trials: list[Trial] = sorted(
-            ((str(row[_SEEN]), row[_OUTCOME] == OUTCOME_PASS, cost, row[_SITTING]) for row, cost in zip(scored, costs)),
-            key=lambda trial: trial[:2],
-        )
+        order = sorted(range(len(scored)), key=lambda at: (str(scored[at][_SEEN]), scored[at][_OUTCOME] == OUTCOME_PASS))
+        self.trials: list[Trial] = [
+            (str(scored[at][_SEEN]), scored[at][_OUTCOME] == OUTCOME_PASS, costs[at], scored[at][_SITTING]) for at in order
+        ]
         self.places: dict[tuple[str, str], PlaceTally] = {}
         scored_costs = iter(costs)
         for row in rows:
@@ -177,9 +177,11 @@ class _Group:
         self.turns = [float(row[_TURNS]) for row in scored if type(row[_TURNS]) in _NUMBERS]
         self.duration_s = [row[_DURATION] / 1000.0 for row in scored if type(row[_DURATION]) in _NUMBERS]
         self.cost_usd = [float(row[_COST]) for row in scored if type(row[_COST]) in _NUMBERS]
-        # What the dollars are priced from, per scored trial (figures/dollars.py prices them at the report's prices).
+        # What the dollars are priced from, per scored trial (figures/dollars.py prices them at the report's
+        # prices), one for one with `trials` (the Definitions section compares dollars trial by trial).
         self.priced: list[TrialUsage] = [
-            (row[_OUTCOME] == OUTCOME_PASS, row[_TOKENS], row[_PRICING], row[_MODEL], row[_COST]) for row in scored
+            (row[_OUTCOME] == OUTCOME_PASS, row[_TOKENS], row[_PRICING], row[_MODEL], row[_COST])
+            for row in (scored[at] for at in order)
         ]
         newest_first = sorted(failures, key=lambda failure: failure[:3], reverse=True)
         self.failures = sorted(newest_first[:FAILURES_PER_CELL], key=lambda failure: (failure[1], failure[0]))

@@ -132,8 +132,10 @@ from .planning import (
     success_mde,
 )
 from .unpaired import (
+    DOLLAR_OFFSET,
     UnpairedDifference,
     anchored_log_tokens,
+    dollar_ratio,
     success_difference,
     token_ratio,
     unpaired_difference,
@@ -206,7 +208,9 @@ __all__ = [
     "token_log_ratio",
     "two_sided_z",
     "UnpairedDifference",
+    "DOLLAR_OFFSET",
     "anchored_log_tokens",
+    "dollar_ratio",
     "success_difference",
     "token_ratio",
     "unpaired_difference",

@@ -15,6 +15,7 @@ earlier definition's first trial of the task, which is then used for nothing els
 log(tokens / anchor), clipped to +-TOKEN_LOG_RATIO_CLIP (the paired comparison's clip), is the
 value; the anchor takes out the task's own level, so a task mix that differs between the sides moves
 the figure little. The ratio current / earlier is exp of the difference of the two sides' means.
+Dollars are compared the same way (dollar_ratio), each trial priced at the report's prices.
 """
 
 from __future__ import annotations
@@ -69,29 +70,44 @@ def success_difference(earlier: Sequence[bool], current: Sequence[bool], *, alph
 TaskTokens = tuple[str, float]
 
 
+# Dollars are compared as tokens are, a millionth of a dollar (about one token's price) standing for
+# the one token added to each count: it keeps the log of a trial that cost nothing finite.
+DOLLAR_OFFSET = 1e-6
+
+
 def anchored_log_tokens(
-    earlier: Sequence[TaskTokens], current: Sequence[TaskTokens], *, bound: float = TOKEN_LOG_RATIO_CLIP
-) -> tuple[list[float], list[float]]:
+    earlier: Sequence[TaskTokens], current: Sequence[TaskTokens], *, bound: float = TOKEN_LOG_RATIO_CLIP,
+    offset: float = 1.0,
+) -> tuple[list[float], list[float]]:  # fmt: skip
     """Each side's values for the token ratio, in the order given: log((tokens + 1) / (anchor + 1)) clipped
     to [-bound, bound], where a task's anchor is its first trial in `earlier` (left out of the values).
-    Trials of a task `earlier` has no trial of are left out of both sides."""
+    Trials of a task `earlier` has no trial of are left out of both sides. `offset` stands for the 1
+    (dollars: DOLLAR_OFFSET)."""
     anchors: dict[str, float] = {}
     earlier_values: list[float] = []
     for task, tokens in earlier:
         if task not in anchors:
-            anchors[task] = math.log(tokens + 1.0)
+            anchors[task] = math.log(tokens + offset)
             continue
-        earlier_values.append(clip(math.log(tokens + 1.0) - anchors[task], bound))
-    current_values = [clip(math.log(tokens + 1.0) - anchors[task], bound) for task, tokens in current if task in anchors]
+        earlier_values.append(clip(math.log(tokens + offset) - anchors[task], bound))
+    current_values = [clip(math.log(tokens + offset) - anchors[task], bound) for task, tokens in current if task in anchors]
     return earlier_values, current_values
 
 
-def token_ratio(
+def dollar_ratio(
     earlier: Sequence[TaskTokens], current: Sequence[TaskTokens], *, alpha: float, bound: float = TOKEN_LOG_RATIO_CLIP
 ) -> UnpairedDifference:
+    """Dollars of the current definition / the earlier one's, each trial (task, dollars): as token_ratio."""
+    return token_ratio(earlier, current, alpha=alpha, bound=bound, offset=DOLLAR_OFFSET)
+
+
+def token_ratio(
+    earlier: Sequence[TaskTokens], current: Sequence[TaskTokens], *, alpha: float, bound: float = TOKEN_LOG_RATIO_CLIP,
+    offset: float = 1.0,
+) -> UnpairedDifference:  # fmt: skip
     """Tokens of the current definition / the earlier one's (geometric, per task against its anchor),
     with its interval valid at every reading; see anchored_log_tokens for the values."""
-    earlier_values, current_values = anchored_log_tokens(earlier, current, bound=bound)
+    earlier_values, current_values = anchored_log_tokens(earlier, current, bound=bound, offset=offset)
     found = unpaired_difference(earlier_values, current_values, low=-bound, high=bound, alpha=alpha)
     if found.estimate is None or found.low is None or found.high is None:
         return found

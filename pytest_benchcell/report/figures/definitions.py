@@ -10,13 +10,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import statistics as stats
+from ...prices import PriceTable
 from ...sample import OUTCOME_PASS
 from ...store import STALE_PREFIX
-from ..definition_model import DRIFT_NOTE, UNPAIRED_METHOD, ArmDefinition, ArmDefinitions, DefinitionComparison
+from ..definition_model import (
+    DRIFT_NOTE,
+    INTERVALS_PER_ARM,
+    UNPAIRED_METHOD,
+    ArmDefinition,
+    ArmDefinitions,
+    DefinitionComparison,
+)
 from ..model import ReportSettings
 from ..reading import Trial, _Group
 from ..stored_definitions import StoredConditions, arm_definition_id, arm_part
 from .definition_changes import changes_between
+from .dollars import report_prices, trial_dollars
 
 UNRECORDED = "unrecorded:"  # an arm definition whose conditions the store has no definitions file for
 
@@ -28,6 +37,8 @@ class _Found:
     key: str
     conditions: dict[str, Any] | None
     groups: dict[str, _Group] = field(default_factory=dict)  # task -> the cell's group of this definition
+    # task -> each trial's dollars at the report's prices, one for one with trials(task) (None: unknown)
+    dollars: dict[str, list[float | None]] = field(default_factory=dict)
 
     @property
     def first_seen(self) -> str:
@@ -40,6 +51,12 @@ class _Found:
     def trials(self, task: str) -> list[Trial]:
         group = self.groups.get(task)
         return group.trials if group is not None else []
+
+    def price(self, table: PriceTable) -> None:
+        """Each trial priced as the Dollars section prices it (figures/dollars.py), task by task."""
+        self.dollars = {
+            task: [trial_dollars(trial, table).dollars for trial in group.priced] for task, group in self.groups.items()
+        }
 
 
 def arm_definitions(
@@ -69,10 +86,13 @@ def arm_definitions(
                 older_task[arm] = older_task.get(arm, 0) + dropped.samples
             definition.groups[task] = group
     compared = [arm for arm in arms if len(found_per_arm.get(arm, {})) > 1]
-    alpha = (1.0 - settings.confidence) / max(1, 2 * len(compared))  # Bonferroni over arms x two metrics
+    alpha = (1.0 - settings.confidence) / max(1, INTERVALS_PER_ARM * len(compared))  # Bonferroni over arms x metrics
+    table = report_prices(settings)
     out = []
     for arm in compared:
         found = sorted(found_per_arm[arm].values(), key=lambda one: (one.first_seen, one.key))
+        for one in found:
+            one.price(table)
         current = _current(arm, found, settings)
         definitions = [
             _figures(one, f"v{number}", one is current, found[number - 2] if number > 1 else None, z)
@@ -110,6 +130,8 @@ def _figures(one: _Found, label: str, current: bool, before: _Found | None, z: f
     scored = sum(group.scored for group in groups)
     passes = sum(group.outcomes[OUTCOME_PASS] for group in groups)
     costs = [cost for group in groups for cost in group.cost_equivalent]
+    dollars = [value for values in one.dollars.values() for value in values]
+    priced = [value for value in dollars if value is not None]
     models: dict[str, int] = {}
     for group in groups:
         for model, count in group.models.items():
@@ -127,6 +149,7 @@ def _figures(one: _Found, label: str, current: bool, before: _Found | None, z: f
         success_high=high, cost_equivalent_mean=stats.mean(costs) if costs else None,
         cost_equivalent_median=stats.median(costs) if costs else None,
         usage_unknown=sum(group.usage_unknown for group in groups), changes=changes,
+        dollars_per_trial=stats.mean(priced) if priced else None, dollars_unknown=len(dollars) - len(priced),
     )  # fmt: skip
 
 
@@ -134,12 +157,25 @@ def in_counting_order(one: _Found, other: _Found, tasks: Sequence[str]) -> list[
     """One's trials on the shared tasks in the order a reading could first count them: a trial counts from
     its start, but never before its task joined the comparison (the later of the two definitions' first
     trials of it). A later reading then only appends to what an earlier one counted."""
+    return [(task, one.trials(task)[at]) for task, at in _counting_positions(one, other, tasks)]
+
+
+def _counting_positions(one: _Found, other: _Found, tasks: Sequence[str]) -> list[tuple[str, int]]:
+    """(task, position in one.trials(task)) in counting order (in_counting_order)."""
     keyed = []
     for task in tasks:
         joined = max(one.trials(task)[0][0], other.trials(task)[0][0])
-        keyed += [(max(joined, trial[0]), trial[0], task, trial) for trial in one.trials(task)]
+        keyed += [(max(joined, trial[0]), trial[0], task, at) for at, trial in enumerate(one.trials(task))]
     keyed.sort(key=lambda item: item[:3])
-    return [(task, trial) for _, _, task, trial in keyed]
+    return [(task, at) for _, _, task, at in keyed]
+
+
+def _priced_in_counting_order(one: _Found, other: _Found, tasks: Sequence[str]) -> list[tuple[str, float]]:
+    """One's trials with known dollars as (task, dollars), in counting order."""
+    return [
+        (task, dollars) for task, at in _counting_positions(one, other, tasks)
+        if (dollars := one.dollars.get(task, [])[at]) is not None
+    ]  # fmt: skip
 
 
 def _compare(
@@ -154,12 +190,17 @@ def _compare(
         [(task, trial[2]) for task, trial in old if trial[2] is not None],
         [(task, trial[2]) for task, trial in new if trial[2] is not None], alpha=alpha,
     )  # fmt: skip
+    dollars = stats.dollar_ratio(
+        _priced_in_counting_order(earlier, current, tasks), _priced_in_counting_order(current, earlier, tasks), alpha=alpha
+    )
     rate = lambda trials: sum(trial[1] for _, trial in trials) / len(trials)  # noqa: E731
     return DefinitionComparison(
         earlier=labels[earlier.key], current=labels[current.key], tasks=tasks, note=DRIFT_NOTE,
-        method=UNPAIRED_METHOD, confidence=confidence, family_size=2 * arms,
+        method=UNPAIRED_METHOD, confidence=confidence, family_size=INTERVALS_PER_ARM * arms,
         success_earlier=rate(old), success_current=rate(new), success_difference=success.estimate,
         success_low=success.low, success_high=success.high, success_trials_earlier=len(old),
         success_trials_current=len(new), tokens_ratio=tokens.estimate, tokens_low=tokens.low,
         tokens_high=tokens.high, tokens_trials_earlier=tokens.n_earlier, tokens_trials_current=tokens.n_current,
+        dollars_ratio=dollars.estimate, dollars_low=dollars.low, dollars_high=dollars.high,
+        dollars_trials_earlier=dollars.n_earlier, dollars_trials_current=dollars.n_current,
     )  # fmt: skip

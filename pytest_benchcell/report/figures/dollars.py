@@ -5,11 +5,12 @@ sample; the CLI's own estimate beside it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ... import statistics as stats
-from ...prices import PACKAGE_ORIGIN, PriceTable, package_table, price_usage, usage_from_text
+from ...prices import PACKAGE_ORIGIN, Priced, PriceTable, package_table, price_usage, usage_from_text
 from ...sample import TOKEN_COMPONENTS
-from ..model import SCOPE_TASKS_LIKE_THESE, SCOPE_THESE_TASKS, DollarsRow, DollarsTable, Figure, ModelPrice
+from ..model import SCOPE_TASKS_LIKE_THESE, SCOPE_THESE_TASKS, DollarsRow, DollarsTable, Figure, ModelPrice, ReportSettings
 from ..reading import TrialUsage
 from .context import _Context
 from .headline import NO_INTERVAL, _interval_over_tasks
@@ -23,8 +24,24 @@ DOLLARS_METHOD = (
 _Trial = tuple[float, bool, bool, "float | None"]  # dollars, passed, cache writes at the default lifetime, CLI's estimate
 
 
+def report_prices(settings: ReportSettings) -> PriceTable:
+    """The table a report prices its trials at: the bench's (the package's with its [prices] over it), else the package's."""
+    return settings.prices or package_table()
+
+
+def usage_of(trial: TrialUsage) -> dict[str, Any]:
+    """A scored trial's usage as pricing reads it (prices.price_usage)."""
+    _, tokens, pricing, _, _ = trial
+    return usage_from_text(None if tokens is None else dict(zip(TOKEN_COMPONENTS, tokens)), pricing)
+
+
+def trial_dollars(trial: TrialUsage, table: PriceTable) -> Priced:
+    """One scored trial priced from its own usage at `table`, as every dollars figure of a report is."""
+    return price_usage(usage_of(trial), trial[3], table)
+
+
 def dollars_table(context: _Context, tasks: list[str], priced: Mapping[tuple[str, str], Sequence[TrialUsage]]) -> DollarsTable:
-    table: PriceTable = context.settings.prices or package_table()
+    table = report_prices(context.settings)
     models: dict[str, None] = {}
     unpriced: dict[str, None] = {}
     rows = []
@@ -33,12 +50,12 @@ def dollars_table(context: _Context, tasks: list[str], priced: Mapping[tuple[str
         unknown = 0
         for task in tasks:
             cell = []
-            for passed, tokens, pricing, model, cli_estimate in priced.get((arm, task), ()):
-                total = None if tokens is None else dict(zip(TOKEN_COMPONENTS, tokens))
-                usage = usage_from_text(total, pricing)
+            for one in priced.get((arm, task), ()):
+                passed, _, _, model, cli_estimate = one
+                usage = usage_of(one)
                 for name in usage.get("by_model") or ({str(model)} if model else ()):
                     models.setdefault(str(name), None)
-                trial = price_usage(usage, model, table)
+                trial = price_usage(usage, model, table)  # as trial_dollars, the usage read once
                 unpriced.update(dict.fromkeys(trial.unpriced))
                 if trial.dollars is None:
                     unknown += 1

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ....statistics import MIN_TASKS_FOR_INTERVAL  # an interval needs this many shared tasks, as everywhere
 from ...definition_model import ArmDefinition, ArmDefinitions, DefinitionComparison
 from ...model import Report, names_in_prose, plural
-from .blocks import DASH, Block, Bullets, Heading, Table, Text, _percent, _tokens, _usd, _with_interval
+from .blocks import DASH, Block, Bullets, Heading, Table, Text, _percent, _tokens, _with_interval
+from .dollars import _dollars
 
 
 def _definition_blocks(report: Report) -> list[Block]:
@@ -66,8 +67,16 @@ def _row(one: ArmDefinition) -> list[str]:
     cost = DASH if one.cost_equivalent_mean is None else f"{_tokens(one.cost_equivalent_mean)} ({_tokens(one.cost_equivalent_median)})"
     return [
         label, one.model or "not recorded", one.first_seen[:16].replace("T", " "), one.last_seen[:16].replace("T", " "),
-        str(one.sittings), str(len(one.tasks)), str(one.scored), success, cost, _usd(one.dollars_per_trial),
+        str(one.sittings), str(len(one.tasks)), str(one.scored), success, cost, _dollars_cell(one),
     ]  # fmt: skip
+
+
+def _dollars_cell(one: ArmDefinition) -> str:
+    """Dollars per trial at the report's prices, as the Dollars section shows them; unknown, never 0."""
+    if not one.scored:
+        return DASH
+    unknown = f" ({one.dollars_unknown} unknown)" if one.dollars_unknown and one.dollars_per_trial is not None else ""
+    return _dollars(one.dollars_per_trial) + unknown
 
 
 def _changes_item(one: ArmDefinition, before: ArmDefinition) -> str:
@@ -96,6 +105,12 @@ def comparison_text(comparison: DefinitionComparison) -> str:
         if shown and comparison.tokens_low is not None and comparison.tokens_high is not None:
             tokens += f" [{comparison.tokens_low:.2f}\u2013{comparison.tokens_high:.2f}]"
         tokens += f" ({comparison.tokens_trials_current} against {comparison.tokens_trials_earlier} trials)"
+    dollars = "dollars: no trial priced on both sides"
+    if comparison.dollars_ratio is not None:
+        dollars = f"dollars \u00d7{comparison.dollars_ratio:.2f}"
+        if shown and comparison.dollars_low is not None and comparison.dollars_high is not None:
+            dollars += f" [{comparison.dollars_low:.2f}\u2013{comparison.dollars_high:.2f}]"
+        dollars += f" ({comparison.dollars_trials_current} against {comparison.dollars_trials_earlier} trials)"
     level = f"{100 * comparison.confidence:.0f}%"
     intervals = (
         f"Intervals: {level} for the section's {plural(comparison.family_size, 'interval')} together, "
@@ -104,6 +119,6 @@ def comparison_text(comparison: DefinitionComparison) -> str:
     )
     return (
         f"{comparison.current} against {comparison.earlier}, over {plural(len(comparison.tasks), 'shared task')} "
-        f"({names_in_prose(comparison.tasks)}): {success}; {tokens}. "
+        f"({names_in_prose(comparison.tasks)}): {success}; {tokens}; {dollars}. "
         f"{comparison.note[0].upper()}{comparison.note[1:]}. {intervals} ({comparison.method})."
     )
