@@ -296,6 +296,9 @@ class WithinTasks:
     estimate: float | None
     low: float | None
     high: float | None
+    # Printed where the interval would be beside a success difference: the sign count that made the
+    # claim ("a passed where b failed in 14 of the 16 paired trials that differ"); None otherwise.
+    statement: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .claim_interval import token_claim_interval
 from .descriptive import mean
 from .e_processes import TOKEN_LOG_RATIO_CLIP, BettingEvidence, SignEvidence, clip, sign_e_process, token_e_process, token_log_ratio
 from .intervals import MIN_TASKS_FOR_INTERVAL, confidence_sequence
@@ -131,7 +132,9 @@ class Verdict:
     decision: str  # differs | equivalent | undecided
     direction: int  # with "differs": +1 when b is higher (passes, tokens), -1 when lower; else 0
     estimate: float | None  # None: no pair (with known usage, for tokens)
-    interval: tuple[float, float] | None  # the confidence sequence at the family's level; None below MIN_TASKS or no pair
+    # The interval of the test behind the decision, at the family's level (see _shown_interval); None below
+    # MIN_TASKS, with no pair, or beside a success difference (its sign count is the statement instead).
+    interval: tuple[float, float] | None
     e_value: float  # the largest value the e-process reached
     e_now: float  # its value at the last pair
     claim_e: float  # the e-value a difference needs (Family.claim_e)
@@ -171,9 +174,21 @@ def decide(
         decision = UNDECIDED
     return Verdict(
         metric, decision, found.direction if decision == DIFFERS else 0, found.estimate,
-        tuple(found.interval) if shown else None, found.e_value, found.e_now, family.claim_e, len(values),  # type: ignore[arg-type]
+        _shown_interval(found, values, metric, family) if shown else None, found.e_value, found.e_now, family.claim_e, len(values),  # type: ignore[arg-type]
         sum(v != 0 for v in values), sum(v > 0 for v in values), sum(abs(v) > bound for v in values), tasks, margin,
     )  # fmt: skip
+
+
+def _shown_interval(found: PairedDecision, values: Sequence[float], metric: str, family: Family) -> tuple[float, float] | None:
+    """The interval printed beside the decision, from the test that made it: beside a token difference the
+    confidence sequence of the claim's own test (claim_interval), beside a success difference none (the sign
+    test that claimed speaks of which arm won the pairs that differ, not of how far apart the rates are: the
+    report prints that count instead), else the confidence sequence equivalence is judged by."""
+    if found.decision != DIFFERS:
+        return (found.interval[0], found.interval[1])
+    if metric == SUCCESS:
+        return None
+    return token_claim_interval(values, claim_e=family.claim_e, direction=found.direction)
 
 
 def margin_of(metric: str, smallest_effect: Mapping[str, float]) -> float | None:

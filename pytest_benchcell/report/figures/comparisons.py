@@ -21,7 +21,7 @@ from ..model import (
     plural,
 )
 from ..reading import Trial
-from ..verdict_text import a_minus_b, better_arm, claim, margin_text
+from ..verdict_text import a_minus_b, better_arm, claim, margin_text, sign_statement
 from .context import _Context
 
 
@@ -194,6 +194,7 @@ def _pair(evidence: _Evidence, family: stats.Family) -> PairComparison:
             method=SIGN_METHOD if not ratio else BETTING_METHOD, scale="ratio" if ratio else "difference",
             estimate=None if estimate is None else shown(estimate),
             low=None if interval is None else shown(interval[0]), high=None if interval is None else shown(interval[1]),
+            statement=sign_statement(verdict, evidence.a, evidence.b),
         ),
         minimum_detectable_effect=evidence.mde, decision=verdict.decision, claim=claim(verdict, evidence.a, evidence.b),
         distinguishable=claimed, scope=scope, verdict=_verdict(evidence, scope, over_p, family.alpha),
