@@ -86,7 +86,12 @@ def reading(verdict: Verdict, a: str, b: str) -> str:
     "12 paired trials on 4 tasks, e 28.4 of the 120 a difference needs, a - b +16.7 pp [-10.0, +40.0]"."""
     detail = f"{verdict.pairs} paired trial{'' if verdict.pairs == 1 else 's'} on {verdict.tasks} task{'' if verdict.tasks == 1 else 's'}"
     reached = "past" if verdict.decision == DIFFERS else "of"
-    detail += f", e {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs"
+    if verdict.horizon is None:
+        detail += f", e {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs"
+    else:  # e_value is the bar times the best reading's nominal level over its observed tail
+        frozen = "; frozen at its horizon" if verdict.pairs >= verdict.horizon else ""
+        detail += (f", evidence {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs "
+                   f"(group-sequential: {min(verdict.pairs, verdict.horizon)} of the {verdict.horizon} pairs of its horizon read{frozen})")
     detail += f", {scale_label(verdict.metric, a, b)} {estimate_text(verdict, a, b)}"
     if verdict.interval is None and verdict.pairs and sign_statement(verdict, a, b) is None:
         detail += f"; no interval below {MIN_TASKS_FOR_INTERVAL} shared tasks"
