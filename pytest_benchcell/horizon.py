@@ -55,6 +55,13 @@ def recorded_horizons(stores: Iterable[Any], model_kind: str) -> dict[str, int |
     return found
 
 
+def the_recorded_horizon(stores: Iterable[Any], model_kind: str) -> int | None:
+    """The horizon the samples recorded, for a store read without its bench (None: none, or cells disagree,
+    which the report then refuses by naming the first cell that differs)."""
+    values = set(recorded_horizons(stores, model_kind).values())
+    return values.pop() if len(values) == 1 else None
+
+
 def horizon_conflict(declared: int | None, recorded: Mapping[str, int | None]) -> str | None:
     """Why ``declared`` cannot read these samples (their cell and recorded horizon), or None when it can."""
     for cell, value in sorted(recorded.items()):

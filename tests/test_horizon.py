@@ -188,3 +188,13 @@ def test_decide_plans_no_trial_past_the_horizon() -> None:
     assert at_horizon.nothing_left == ("nothing left to decide: every comparison is decided or reached the horizon "
                                        "of 20 paired trials; no trial runs")  # fmt: skip
     assert any("undecided and frozen: a vs b on success; a vs b on tokens" in note for note in at_horizon.notes)
+
+
+def test_a_report_of_a_bench_whose_horizon_the_samples_did_not_record_is_refused(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, with_horizon(DECIDE_BENCH, 40), CONFTEST)
+    store_cells(pytester, {"shell": {"count": 3}, "bare": {"count": 3}})
+    result = pytester.runpytest("--bench-report", "--bench-scripted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*bench.toml: [[]bench[]] horizon_pairs: the report's settings have horizon_pairs = 40, "
+                                 "but the store's samples were recorded with no horizon (newest trial of bare x say-hello)*"])  # fmt: skip
+    assert "Traceback" not in result.stderr.str()
