@@ -74,9 +74,9 @@ def paired_text(comparison: Comparison, pair: PairComparison, *, compact: bool =
         return f"{100 * value:+.1f}" if within.scale == "difference" else f"{value:.2f}x"
 
     text = show(within.estimate) + (" pp" if within.scale == "difference" else "")
-    if within.statement is not None and compact:  # the sign count, short: "14/16 differing pairs agree"
+    if within.statement is not None and compact:  # the sign count, short: 14 of the 16 pairs that differ agree
         agreeing = within.positives if (within.estimate or 0.0) > 0 else within.nonzero - within.positives
-        return f"{text} ({agreeing}/{within.nonzero} differing pairs agree)"
+        return f"{text} ({agreeing}/{within.nonzero} signs)"
     if within.statement is not None:
         return f"{text} ({within.statement})"
     if within.low is None or within.high is None:
