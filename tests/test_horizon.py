@@ -198,3 +198,36 @@ def test_a_report_of_a_bench_whose_horizon_the_samples_did_not_record_is_refused
     result.stderr.fnmatch_lines(["*bench.toml: [[]bench[]] horizon_pairs: the report's settings have horizon_pairs = 40, "
                                  "but the store's samples were recorded with no horizon (newest trial of bare x say-hello)*"])  # fmt: skip
     assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.slow
+def test_under_a_horizon_the_plan_and_the_report_agree_at_every_sitting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_one_verdict's replay with horizon_pairs = 24 declared: the plan's listing and the report's JSON
+    agree on every comparison at every sitting, past the horizon too, and no plan runs a pair past it."""
+    import test_one_verdict as replay
+
+    monkeypatch.setattr("os.fsync", lambda fd: None)
+    monkeypatch.setattr(replay, "bench_document", lambda declared, real=replay.bench_document: {
+        **real(declared), "bench": {**real(declared)["bench"], "horizon_pairs": 24}})  # fmt: skip
+    original_append = replay.Store.append
+
+    def append(self: object, sample: dict, *args: object, **kwargs: object) -> object:
+        sample["provenance"][HORIZON_KEY] = 24  # as a trial of this bench records it
+        return original_append(self, sample, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(replay.Store, "append", append)
+    rng = random.Random(41)
+    problems, frozen = [], 0
+    for world_name, world in replay.WORLDS.items():
+        root = tmp_path / world_name
+        root.mkdir()
+        history = replay.History(root, random.Random(rng.randrange(2**32)), world, declared=True)
+        for sitting in range(6):
+            plan = history.plan()
+            problems += [f"{world_name}, sitting {sitting}: {line}" for line in replay.disagreements(plan, replay.report_verdicts(history))]
+            assert all(state.pairs <= 24 for state in plan.comparisons)
+            frozen += any("undecided and frozen" in note for note in plan.notes)
+            counts = plan.counts()
+            history.run(counts if sum(counts.values()) else {(arm, task): 2 for arm in replay.ARMS for task in replay.TASKS})
+    assert not problems, "\n".join(problems[:20])
+    assert frozen
