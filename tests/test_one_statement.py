@@ -18,7 +18,7 @@ import pytest
 from sample_factory import cell_samples, write_samples
 
 from pytest_benchcell import statistics as stats
-from pytest_benchcell.report import ReportSettings, build_report, render_markdown
+from pytest_benchcell.report import ReportSettings, build_report, render_html, render_markdown, render_terminal
 from pytest_benchcell.report.renderers.document.summary import NO_SPREAD
 from pytest_benchcell.report.verdict_text import estimate_text, reading
 from pytest_benchcell.statistics.claim_interval import rejected, token_claim_interval
@@ -95,7 +95,8 @@ def report_of(tmp_path: Path, cells: dict[tuple[str, str], tuple[list[int], list
     store = write_samples(tmp_path / "results", samples)
     settings = ReportSettings(resamples=100)
     report = build_report(store, settings)
-    return {"json": json.loads(json.dumps(report.to_dict())), "markdown": render_markdown(report)}
+    return {"json": json.loads(json.dumps(report.to_dict())), "markdown": render_markdown(report),
+            "terminal": "\n".join(render_terminal(report)), "html": render_html(report)}
 
 
 def test_no_format_prints_a_claimed_difference_beside_an_interval_holding_no_difference(tmp_path: Path) -> None:
@@ -127,7 +128,8 @@ def test_a_cost_per_success_without_spread_reads_one_way_for_every_arm(tmp_path:
     for arm, scale, trials in (("a", 1.0, 4), ("b", 1.3, 3)):
         for task, cost in zip(("t1", "t2", "t3"), (12731, 2757, 4413)):
             cells_by_arm[(arm, task)] = ([int(scale * cost)] * trials, ["pass"] * trials)
-    markdown = report_of(tmp_path, cells_by_arm)["markdown"]
-    section = markdown.split("Cost per verified success")[1]
-    assert section.count(NO_SPREAD) == 3  # both arms and their ratio
-    assert "unbounded" not in section
+    found = report_of(tmp_path, cells_by_arm)
+    for name in ("markdown", "terminal", "html"):
+        section = found[name].split("Cost per verified success")[1]
+        assert section.count(NO_SPREAD) == 3, name  # both arms and their ratio
+        assert "unbounded" not in section

@@ -85,7 +85,7 @@ def _headline_blocks(report: Report) -> list[Block]:
 
 # Printed instead of an interval that is a single point: no trial of any task differed from another of
 # its task in tokens or outcome (a scripted model), so the trials give no spread to make an interval of.
-NO_SPREAD = "no interval: every task's trials alike"
+NO_SPREAD = "no interval: the trials of each task were alike"
 
 
 def _cost_per_success_blocks(report: Report) -> list[Block]:
