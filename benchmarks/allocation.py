@@ -1,6 +1,6 @@
 """`--bench-fill decide` against equal allocation, by simulation: level, error rates, tokens to decide.
 
-    .venv/bin/python benchmarks/allocation.py [--histories 200] [--seed 17] [--quick]
+    .venv/bin/python benchmarks/allocation.py [--histories 200] [--seed 17] [--quick] [--tasks 8] [--horizon-pairs 80]
 
 A simulated bench of four arms (cli-skill, cli, mcp, raw-api) at 8 and 20 tasks, with the comparisons
 a maintainer of cli-skill declares: cli-skill against each of the others, on success and tokens, with
@@ -107,7 +107,7 @@ class History:
     ever_differs: set[tuple[str, str, str]]
 
 
-def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> History:
+def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int, horizon_pairs: int | None = None) -> History:
     cells = [(arm, task) for arm in ARMS for task in world.tasks]
     trials: dict[tuple[str, str], list[tuple[str, bool, float | None, str]]] = {cell: [] for cell in cells}
     spent = 0.0
@@ -117,12 +117,12 @@ def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> Hi
     for sitting in range(1, horizon + 2):
         if adaptive:  # the plan judges every comparison from the trials stored so far
             plan = plan_decisions(trials, PAIRS, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT,
-                                  trial_limit=len(cells), compare=_compare)  # fmt: skip
+                                  trial_limit=len(cells), compare=_compare, horizon=horizon_pairs)  # fmt: skip
             states, counts = plan.comparisons, plan.counts()
         else:  # a decided comparison is not judged again: a maintainer stops at its first decision
             open_pairs = [p for p in PAIRS if any((*p, m) not in first for m in ("success", "tokens"))]
             states = judge(trials, open_pairs, world.tasks, floor=FLOOR, smallest_effect=SMALLEST_EFFECT,
-                           alpha=ALPHA, compare=_compare, family=len(PAIRS) * 2)  # fmt: skip
+                           alpha=ALPHA, compare=_compare, family=len(PAIRS) * 2, horizon=horizon_pairs)  # fmt: skip
             counts = dict.fromkeys(cells, 1)
         for s in states:
             key = (s.arm_a, s.arm_b, s.metric)
@@ -130,6 +130,8 @@ def run(world: World, rng: random.Random, *, adaptive: bool, horizon: int) -> Hi
                 ever.add(key)
             if s.decided and key not in first:
                 first[key] = (s.decision, 0 if not s.estimate else (1 if s.estimate > 0 else -1))
+            elif horizon_pairs is not None and s.pairs >= horizon_pairs and key not in first:
+                first[key] = ("undecided", 0)  # frozen at the horizon: no more trials for it
         if len(first) == len(PAIRS) * 2 or sitting > horizon or not sum(counts.values()):
             break
         drift = math.exp(rng.gauss(0.0, DRIFT))
@@ -196,7 +198,7 @@ def saving_se(spent: Sequence[tuple[float, float]]) -> float:
     return math.sqrt(variance / n) / mean_equal
 
 
-def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> list[Row]:
+def measure(rng: random.Random, tasks: int, histories: int, horizon: int, horizon_pairs: int | None = None) -> list[Row]:
     rows = []
     for label, effects, saving_goal in WORLDS:
         false = {"equal": 0, "decide": 0}
@@ -207,8 +209,8 @@ def measure(rng: random.Random, tasks: int, histories: int, horizon: int) -> lis
         for _ in range(histories):
             world = World.draw(rng, tasks, effects)
             seed = rng.randrange(2**32)
-            equal = run(world, random.Random(seed), adaptive=False, horizon=horizon)
-            decide = run(world, random.Random(seed), adaptive=True, horizon=horizon)
+            equal = run(world, random.Random(seed), adaptive=False, horizon=horizon, horizon_pairs=horizon_pairs)
+            decide = run(world, random.Random(seed), adaptive=True, horizon=horizon, horizon_pairs=horizon_pairs)
             for name, history in (("equal", equal), ("decide", decide)):
                 false[name] += wrong(history, effects, world)
                 tokens[name] += history.tokens_to_decide
@@ -239,14 +241,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = harness.parser(
         __doc__, histories=(100, "histories per world and size (default 100)"), seed=17,
         quick=(False, "20 histories, for a first look"), tasks=[8, 20],
+        horizon_pairs=(0, "[bench] horizon_pairs for every comparison (default 0: none, the anytime e-processes)"),
     ).parse_args(argv)  # fmt: skip
     histories = 20 if args.quick else args.histories
     rng = random.Random(args.seed)
     started = time.perf_counter()
     rows: list[Row] = []
     for tasks in args.tasks:
-        rows.append(Row(f"-- {tasks} tasks x 4 arms, 3 comparisons x 2 metrics, one trial per cell per equal sitting", "", "", None))
-        rows += measure(rng, tasks, histories, horizon=120 if tasks <= 8 else 60)
+        declared = f", horizon_pairs = {args.horizon_pairs}" if args.horizon_pairs else ""
+        rows.append(Row(f"-- {tasks} tasks x 4 arms, 3 comparisons x 2 metrics, one trial per cell per equal sitting{declared}", "", "", None))
+        rows += measure(rng, tasks, histories, horizon=120 if tasks <= 8 else 60, horizon_pairs=args.horizon_pairs or None)
         print(f"  [{tasks} tasks: {time.perf_counter() - started:.0f} s]", file=sys.stderr, flush=True)
     return harness.print_rows(rows, f"({histories} histories per world and size; seed {args.seed}; {time.perf_counter() - started:.0f} s)")
 

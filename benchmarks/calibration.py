@@ -97,8 +97,8 @@ class MemoryStore:
         return cut
 
 
-def report(store: MemoryStore, *, arms: Sequence[str], seed: int, resamples: int = 2000) -> Report:
-    settings = ReportSettings(weights=dict(WEIGHTS), arms=list(arms), seed=seed, resamples=resamples)
+def report(store: MemoryStore, *, arms: Sequence[str], seed: int, resamples: int = 2000, horizon: int | None = None) -> Report:
+    settings = ReportSettings(weights=dict(WEIGHTS), arms=list(arms), seed=seed, resamples=resamples, horizon_pairs=horizon)
     return build_report(store, settings)  # type: ignore[arg-type]
 
 
@@ -302,6 +302,7 @@ def power(rng: random.Random, histories: int) -> list[Row]:
     # claimed at any reading after sittings 3..10.
     worlds = ((8, 0.3, False, False, 0.90), (20, 0.3, False, False, None), (8, 0.3, True, False, None),
               (8, 0.5, False, False, 0.60), (8, 0.3, False, True, None))  # fmt: skip
+    disagree = claims = 0  # claims printed beside an interval that holds 1.00x (one statement: none)
     for tasks, cv, tails, correlated, goal in worlds:
         tokens = 0
         for h in range(histories):
@@ -311,8 +312,10 @@ def power(rng: random.Random, histories: int) -> list[Row]:
             if correlated:
                 world = replace(world, failure_tokens=CORRELATED_FAILURE, drift=SITTING_DRIFT)
             store = world.history(rng)
-            tokens += any(pair(report(store.upto(s), arms=["a", "b"], seed=h, resamples=100), "cost_equivalent").distinguishable
-                          for s in range(3, 11))  # fmt: skip
+            found, read = _readings(store, h, "cost_equivalent", horizon=None)
+            tokens += read is not None
+            claims += read is not None
+            disagree += read is not None and found.within_tasks.low is not None and found.within_tasks.low <= 1.0 <= found.within_tasks.high
         noise = f"trial cv {cv}" + (", t(3) log-noise" if tails else "") + (
             f", failures {CORRELATED_FAILURE}x, drift log-sd {SITTING_DRIFT}" if correlated else "")
         rows.append(Row(f"power: tokens +20% in every task ({noise}), {tasks} tasks x 10 sittings, any reading (SE {se(tokens, histories)})",
@@ -321,6 +324,8 @@ def power(rng: random.Random, histories: int) -> list[Row]:
             ceiling = neyman_pearson_ceiling(pairs=tasks * 10, cv=cv)
             rows.append(Row(f"  ... ceiling of ANY test at this level: read once at {tasks * 10} pairs, variance known (Neyman-Pearson)",
                             f"{100 * ceiling:.1f}%", "-", None))  # fmt: skip
+    rows.append(Row("  ... token claims above printed beside an interval that holds 1.00x (the claim's own test's interval: none)",
+                    share(disagree, max(claims, 1)), "0", disagree == 0))  # fmt: skip
     return rows
 
 
@@ -421,6 +426,71 @@ def mde_claim_rate(rng: random.Random, histories: int) -> list[Row]:
     return rows
 
 
+# -- a declared horizon ([bench] horizon_pairs = 80: 8 tasks x up to 10 sittings) ------------------------------
+HORIZON = 80
+READINGS = range(3, 11)  # read after every sitting from the third
+
+
+def _readings(store: MemoryStore, seed: int, metric: str, horizon: int | None = HORIZON) -> tuple[Any, int | None]:
+    """The first reading (sittings 3..10) that claims ``metric``, as (the pair's entry, pairs read then),
+    else (the last reading's entry, None)."""
+    found = None
+    for sittings in READINGS:
+        found = pair(report(store.upto(sittings), arms=["a", "b"], seed=seed, resamples=100, horizon=horizon), metric)
+        if found.distinguishable:
+            return found, found.within_tasks.pairs
+    return found, None
+
+
+def _within(rate: float, n: int, goal: float, *, at_least: bool) -> bool:
+    """A rate meets its goal within 2 standard errors (the issue's rule for 500 histories)."""
+    error = 2 * math.sqrt(max(rate * (1 - rate), 1e-12) / n)
+    return rate + error >= goal if at_least else rate - error <= goal
+
+
+def horizon_mode(rng: random.Random, histories: int) -> list[Row]:
+    """The group-sequential claims under horizon_pairs = 80, through build_report with the horizon set:
+    the level in every world of the anytime rows (plain, drift with correlated failures, heavy tails), the
+    power at +20% tokens (cv 0.3 and 0.5) and +0.30 success, and the pairs read before the claim."""
+    rows = []
+    worlds = (("identical arms", {}), (f"failures {CORRELATED_FAILURE}x the tokens, drift log-sd {SITTING_DRIFT}",
+              {"failure_tokens": CORRELATED_FAILURE, "drift": SITTING_DRIFT}), ("t(3) log-noise", {"tails": True}))  # fmt: skip
+    for label, change in worlds:
+        wrong = 0
+        for h in range(histories):
+            store = replace(identical(rng, 8, 10), **change).history(rng)
+            wrong += any(_readings(store, h, metric)[1] is not None for metric in ("success", "cost_equivalent"))
+        rows.append(Row(f"horizon {HORIZON}: {label}, 8 tasks, read after sittings 3..10: any reading claims either (SE {se(wrong, histories)})",
+                        share(wrong, histories), "<= 5%", _within(wrong / histories, histories, 0.05, at_least=False)))  # fmt: skip
+    for cv, goal in ((0.3, 0.86), (0.5, 0.52)):
+        claimed = pairs_read = disagree = 0
+        for h in range(histories):
+            rates = [rng.betavariate(2, 2) for _ in range(8)]
+            costs = task_costs(rng, 8, 1.0)
+            store = World(8, 10, rates, rates, [1.2 * c for c in costs], costs, cv=cv).history(rng)
+            found, read = _readings(store, h, "cost_equivalent")
+            claimed += read is not None
+            pairs_read += read if read is not None else HORIZON
+            within = found.within_tasks
+            disagree += read is not None and within.low is not None and within.low <= 1.0 <= within.high
+        rows.append(Row(f"horizon {HORIZON}: power, tokens +20% in every task (trial cv {cv}), 8 tasks, any reading (SE {se(claimed, histories)})",
+                        share(claimed, histories), f">= {100 * goal:.0f}%", _within(claimed / histories, histories, goal, at_least=True)))  # fmt: skip
+        if cv == 0.3:
+            expected = pairs_read / histories
+            rows.append(Row(f"  ... pairs read to a decision, on average (the horizon where none): {expected:.1f} of {HORIZON}",
+                            f"{expected / HORIZON:.2f}x", "<= 0.75x", expected / HORIZON <= 0.75))  # fmt: skip
+        rows.append(Row("  ... claims printed beside an interval that holds 1.00x", share(disagree, max(claimed, 1)), "0", disagree == 0))
+    success = 0
+    for h in range(histories):
+        base = [0.7 * rng.betavariate(2, 2) for _ in range(8)]
+        costs = task_costs(rng, 8, 1.0)
+        store = World(8, 10, [p + 0.3 for p in base], base, costs, costs).history(rng)
+        success += pair(report(store, arms=["a", "b"], seed=h, resamples=100, horizon=HORIZON), "success").distinguishable
+    rows.append(Row(f"horizon {HORIZON}: power, success +0.30 in every task, 8 tasks, claimed at 10 trials per cell (SE {se(success, histories)})",
+                    share(success, histories), ">= 82.4%", _within(success / histories, histories, 0.824, at_least=True)))  # fmt: skip
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = harness.parser(
         __doc__, histories=(1000, "histories per measurement (default 1000)"), seed=13,
@@ -437,6 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("minimum detectable effect", mde_claim_rate, max(100, histories // 3)),
         ("equivalence", equivalence, max(100, histories // 2)),
         ("cost per verified success", cost_per_success_coverage, max(100, histories // 2)),
+        ("declared horizon", horizon_mode, max(100, histories // 2)),
     ]
     rows: list[Row] = []
     for title, measure, n in sections:

@@ -154,7 +154,7 @@ def read_trials(
 def judge(
     trials: Mapping[Cell, Sequence[Trial]], pairs_of_arms: Sequence[tuple[str, str]], tasks: Sequence[str],
     *, floor: int, smallest_effect: Mapping[str, float], alpha: float, compare: Compare | None = None,
-    family: int | None = None,
+    family: int | None = None, horizon: int | None = None,
 ) -> list[ComparisonState]:  # fmt: skip
     """Every comparison's state from the stored trials, paired as the report pairs them, judged by
     statistics.decide in the family the report uses: `family` comparisons (the bench's declared
@@ -163,7 +163,7 @@ def judge(
     from .report.figures import paired_in_time_order  # the report's own pairing: the evidence must match
     from .statistics import Family, compare_paired, decide, margin_of
 
-    group = Family(family, alpha) if family else Family.of(len(pairs_of_arms), alpha)
+    group = Family(family, alpha, horizon) if family else Family.of(len(pairs_of_arms), alpha, horizon)
     states = []
     for a, b in pairs_of_arms:
         shared = tuple(t for t in tasks if (a, t) in trials and (b, t) in trials)
@@ -248,6 +248,7 @@ def plan_decisions(
     max_rounds: int = MAX_ROUNDS,
     fallback_trials: int = 0,
     family: int | None = None,
+    horizon: int | None = None,
 ) -> DecidePlan:
     """The plan for one sitting from the trials stored before it (see the module docstring).
 
@@ -255,11 +256,14 @@ def plan_decisions(
     order, `trial_limit` the sitting's trial count and `budget` its expected cost-equivalent tokens
     (at least one of them; with a budget but no stored usage to estimate it, `fallback_trials` is the
     trial count, and the budget is enforced as trials run); `family` the comparisons judged together
-    (default: pairs_of_arms x metrics). Deterministic: the same stored trials give the same plan."""
+    (default: pairs_of_arms x metrics); `horizon` ([bench] horizon_pairs) the most pairs a pair of arms
+    gets: no trial is planned past it, and a comparison undecided there stays so (its verdict is frozen).
+    Deterministic: the same stored trials give the same plan."""
     if trial_limit is None and budget is None:
         raise ValueError("plan_decisions needs a trial limit or a budget")
     states = judge(trials, pairs_of_arms, tasks, floor=floor, smallest_effect=smallest_effect, alpha=alpha,
-                   compare=compare, family=family)  # fmt: skip
+                   compare=compare, family=family, horizon=horizon)  # fmt: skip
+    left = _pairs_left(states, horizon)
     costs = expected_costs(trials)
     # A budget with nothing to estimate it by (no stored usage, or usage of zero tokens, which would
     # let a budget buy trials without end): a trial count instead, and the budget is enforced as trials run.
@@ -270,7 +274,8 @@ def plan_decisions(
     target = dict(depth)
     undecided_pairs: list[tuple[str, str]] = []
     for state in states:
-        if not state.decided and (state.arm_a, state.arm_b) not in undecided_pairs and state.tasks:
+        if not state.decided and (state.arm_a, state.arm_b) not in undecided_pairs and state.tasks \
+                and left[(state.arm_a, state.arm_b)] > 0:
             undecided_pairs.append((state.arm_a, state.arm_b))
     shared = {pair: next(s.tasks for s in states if (s.arm_a, s.arm_b) == pair) for pair in undecided_pairs}
     # Pairs form within a sitting (the report's pairing): a round gives both arms of a pair a new trial
@@ -295,6 +300,7 @@ def plan_decisions(
         return budget is None or unknown_cost or spent_tokens + tokens <= budget
 
     rounds = dict.fromkeys(undecided_pairs, 0)  # whole rounds given; a cut round is retried next time
+    given = dict.fromkeys(undecided_pairs, 0)  # new pairs planned, against the pairs left to the horizon
     needed = {pair: pairs_to_decide([s for s in states if (s.arm_a, s.arm_b) == pair]) for pair in undecided_pairs}
     while True:
         progressed = False
@@ -316,9 +322,10 @@ def plan_decisions(
             whole = True
             for task in sorted(shared[pair], key=lambda t: (base[(pair, t)], tasks.index(t))):
                 count, tokens, new = step_cost(pair, task, rounds[pair] + 1)
-                if not fits(count, tokens):
+                if not fits(count, tokens) or (count and given[pair] >= left[pair]):
                     whole = False
                     continue
+                given[pair] += count > 0
                 for cell, n in new.items():
                     target[cell] += n
                 spent_trials += count
@@ -329,8 +336,37 @@ def plan_decisions(
                 progressed = True
         if not progressed:
             break
-    return _describe(trials, states, pairs_of_arms, target, depth, costs, floor=floor, trial_limit=trial_limit,
+    plan = _describe(trials, states, pairs_of_arms, target, depth, costs, floor=floor, trial_limit=trial_limit,
                      budget=budget, unknown_cost=unknown_cost)  # fmt: skip
+    return _at_horizon(plan, states, left, horizon)
+
+
+def _pairs_left(states: Sequence[ComparisonState], horizon: int | None) -> dict[tuple[str, str], float]:
+    """Per pair of arms, the paired trials it may still get before the horizon (without one: no end)."""
+    most: dict[tuple[str, str], int] = {}
+    for state in states:
+        most[(state.arm_a, state.arm_b)] = max(most.get((state.arm_a, state.arm_b), 0), state.pairs)
+    return {pair: math.inf if horizon is None else float(max(0, horizon - pairs)) for pair, pairs in most.items()}
+
+
+def _at_horizon(plan: DecidePlan, states: Sequence[ComparisonState], left: Mapping[tuple[str, str], float],
+                horizon: int | None) -> DecidePlan:  # fmt: skip
+    """Say which undecided comparisons reached the horizon: their verdicts stand, no trial is planned for them."""
+    frozen = [s for s in states if not s.decided and left[(s.arm_a, s.arm_b)] <= 0]
+    if horizon is None or not frozen:
+        return plan
+    plan.notes.append(f"at the horizon of {horizon} paired trials ([bench] horizon_pairs), undecided and frozen: "
+                      + "; ".join(s.name for s in frozen) + " (no trial past the horizon)")  # fmt: skip
+    for cell, cell_plan in plan.cells.items():
+        serves = [s for s in frozen if cell[1] in s.tasks and cell[0] in (s.arm_a, s.arm_b)]
+        if not cell_plan.trials and serves and cell_plan.reason.startswith("no room left"):
+            plan.cells[cell] = CellPlan(cell_plan.arm, cell_plan.task, 0, cell_plan.expected_tokens,
+                                        f"its undecided comparisons reached the horizon of {horizon} paired trials")  # fmt: skip
+    if plan.nothing_left and not plan.nothing_left.startswith("nothing left to decide"):
+        if all(s.decided or s in frozen for s in states):
+            plan.nothing_left = (f"nothing left to decide: every comparison is decided or reached the horizon of "
+                                 f"{horizon} paired trials; no trial runs")  # fmt: skip
+    return plan
 
 
 def _describe(
@@ -400,4 +436,5 @@ def plan_sitting(
     return plan_decisions(
         stored, bench.compared_pairs(list(arms)), tasks, floor=bench.floor, smallest_effect=bench.smallest_effect,
         trial_limit=trial_limit, budget=budget, fallback_trials=ordinary, family=2 * len(bench.compared_pairs()),
+        horizon=bench.horizon_pairs,
     )  # fmt: skip

@@ -279,6 +279,10 @@ def _settings(args: argparse.Namespace) -> tuple[ReportSettings, Store | StoreSe
             raise UsageError(f"--store: {store_path} is not a folder")
     store: Store | StoreSet = Store(store_paths[0]) if len(store_paths) == 1 else StoreSet(store_paths)
     settings.model_kind = _model_kind(args, store)
+    if bench is None:  # a store read without its bench: the horizon its samples recorded
+        from .horizon import the_recorded_horizon
+
+        settings.horizon_pairs = the_recorded_horizon(getattr(store, "stores", [store]), settings.model_kind)
     settings.fingerprint_policy = args.fingerprints
     settings.seed = args.seed
     if args.floor is not None:

@@ -116,7 +116,7 @@ def test_nothing_left_to_decide_runs_nothing_and_says_so(pytester: pytest.Pytest
     result.stdout.fnmatch_lines([
         "comparisons (0 of 2 undecided):",
         "    shell vs bare on success: shell better (12 paired trials on 1 task, e 315 past the 40 a difference needs, "
-        "shell - bare +100.0 pp; no interval below 3 shared tasks)",
+        "shell - bare +100.0 pp (shell passed where bare failed in 12 of the 12 paired trials that differ))",
         "    shell vs bare on tokens: shell better (12 paired trials on 1 task, e 907 past the 40 a difference needs, "
         "shell/bare 0.40x; no interval below 3 shared tasks)",
         "plan: 0 trials (a sitting of at most 4 trials)",

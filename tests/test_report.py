@@ -352,7 +352,7 @@ def test_a_consistent_gap_on_few_tasks_is_claimed_for_these_tasks_only(tmp_path:
     )
     assert "whether it generalizes to tasks like these needs at least 6 shared tasks" in pair.verdict
     (row,) = [line for line in render_markdown(report).splitlines() if "| cli-skill vs mcp | mcp better for these tasks |" in line]
-    assert "| 4 | +4,015 (+68.6%) | 1.69x [0.54x, 2.50x], e = 495 over 12 paired trials |" in row  # the row of this claim
+    assert "| 4 | +4,015 (+68.6%) | 1.69x [1.26x, 2.26x], e = 495 over 12 paired trials |" in row  # the row of this claim
     validate(report)
 
 

@@ -82,7 +82,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
         "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
         "comparisons", "smallest_effect", *SANDBOX_LIMIT_KEYS, "api_stall_ms", "stop_after_api_failures",
-        "stop_after_blocked",
+        "stop_after_blocked", "horizon_pairs",
     )  # fmt: skip
     model = bench.string("model", required=True)
     trials = bench.integer("trials", DEFAULT_TRIALS)
@@ -163,6 +163,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         api_stall_ms=bench.integer("api_stall_ms", DEFAULT_API_STALL_MS, minimum=MIN_API_STALL_MS),
         stop_after_api_failures=bench.integer("stop_after_api_failures", DEFAULT_STOP_AFTER_API_FAILURES),
         stop_after_blocked=bench.integer("stop_after_blocked", DEFAULT_STOP_AFTER_BLOCKED),
+        horizon_pairs=bench.integer("horizon_pairs", 0, minimum=2) if "horizon_pairs" in bench.table else None,
         tool_identity=tool_identity,  # the module: what the arms' tools are on this machine
     )
 

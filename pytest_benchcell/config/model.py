@@ -191,6 +191,10 @@ class Bench:
     stop_after_api_failures: int = DEFAULT_STOP_AFTER_API_FAILURES  # trials in a row the API ended: the sitting stops
     # Nor is this: trials of an arm the harness broke, after which the arm's other trials of the sitting do not run.
     stop_after_blocked: int = DEFAULT_STOP_AFTER_BLOCKED
+    # The most paired trials any declared comparison is planned to get: its claims then come from a
+    # group-sequential test that spends the error up to it (statistics/group_sequential.py); None: the
+    # anytime e-processes, without end. Recorded with every sample (horizon.py), never changed after.
+    horizon_pairs: int | None = None
     # What an arm's tools are on this machine (the module tool_identity: `arm_identities` for its
     # binaries, `server_files` for its MCP servers), given by parse_bench so this module stays pure.
     # None (a Bench built by hand): conditions without identities.

@@ -108,12 +108,15 @@ class ReportPlugin(OffloadPlugin):
         for path in extra:
             if not path.is_dir():
                 raise pytest.UsageError(f"--bench-report-store: {path} is not a folder; allowed: a store folder")
-        if extra:
-            from ..store import StoreSet
+        try:  # a ReportError here: the bench's horizon_pairs is not the one the samples recorded
+            if extra:
+                from ..store import StoreSet
 
-            report = build_report(StoreSet([store.root, *extra]), settings)
-        else:
-            report = build_report(store, settings)
+                report = build_report(StoreSet([store.root, *extra]), settings)
+            else:
+                report = build_report(store, settings)
+        except ReportError as exc:
+            raise pytest.UsageError(f"{self.bench.path}: [bench] horizon_pairs: {exc}") from None
         self.lines = render_terminal(report)
         writers = (
             (option.bench_report_md, render_markdown),

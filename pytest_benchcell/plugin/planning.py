@@ -107,6 +107,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             scored = dict.fromkeys(cells, 0)  # the tally lives on the controller
             counts = {}
         else:
+            _refuse_changed_horizon(bench, store, model_kind)
             counts = {cell: store.count_current(Cell(model_kind, *cell), definitions[cell]) for cell in cells}
             scored = {cell: count.current for cell, count in counts.items()}
             if option.bench_fill == FILL_DECIDE:
@@ -177,6 +178,20 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
         if option.bench_fill not in (None, FILL_DECIDE):  # what the listing adds to the stored samples
             tally.fill = (option.bench_fill or bench.floor, len(numbers[cell]))
     return state
+
+
+def _refuse_changed_horizon(bench: Bench, store: Store, model_kind: str) -> None:
+    """[bench] horizon_pairs is fixed before the first pair: a sitting whose bench declares another one
+    than the stored samples recorded (horizon.py) is refused before any number is reserved."""
+    from ..horizon import describe, horizon_conflict, recorded_horizons
+
+    conflict = horizon_conflict(bench.horizon_pairs, recorded_horizons([store], model_kind))
+    if conflict is not None:
+        raise pytest.UsageError(
+            f"{bench.path}: [bench] horizon_pairs: {describe(bench.horizon_pairs)} is declared, but {conflict} in "
+            f"{store.root}; allowed: the horizon the samples were recorded with (a horizon is fixed before the first "
+            f"pair: a new horizon is a new analysis, so give it a new store with [bench] store)"
+        )
 
 
 def _decide(option: Any, bench: Bench, store: Store, model_kind: str, arms: list[str], cells: list[Any],

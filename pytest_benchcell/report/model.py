@@ -63,6 +63,9 @@ class ReportSettings:
     comparisons: Sequence[tuple[str, str]] | None = None
     smallest_effect: Mapping[str, float] = field(default_factory=dict)
     prices: Any = None  # prices.PriceTable the dollars are priced at; None: the package's table
+    # [bench] horizon_pairs: the claims come from the group-sequential test up to it; checked against
+    # the horizon the store's samples recorded (horizon.py). None: the anytime e-processes.
+    horizon_pairs: int | None = None
 
     def validate(self) -> None:
         if not isinstance(self.floor, int) or isinstance(self.floor, bool) or self.floor < 1:
@@ -90,6 +93,9 @@ class ReportSettings:
             raise ReportError(f"resamples must be a whole number >= 100, got {self.resamples!r}")
         if not 0.5 <= self.confidence < 1.0:
             raise ReportError(f"confidence must be in [0.5, 1), got {self.confidence!r}")
+        horizon = self.horizon_pairs
+        if horizon is not None and (not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 2):
+            raise ReportError(f"horizon_pairs must be a whole number >= 2 or None, got {horizon!r}")
 
 
 
@@ -311,6 +317,9 @@ class WithinTasks:
     estimate: float | None
     low: float | None
     high: float | None
+    # Printed where the interval would be beside a success difference: the sign count that made the
+    # claim ("a passed where b failed in 14 of the 16 paired trials that differ"); None otherwise.
+    statement: str | None = None
 
 
 @dataclass(frozen=True)
@@ -496,6 +505,7 @@ class SettingsInfo:
     seed: int
     resamples: int
     confidence: float
+    horizon_pairs: int | None = None  # [bench] horizon_pairs: claims from the group-sequential test; None: anytime
 
 
 @dataclass(frozen=True)
@@ -564,6 +574,7 @@ def settings_for_bench(bench: Any, *, model_kind: str = "real") -> ReportSetting
         comparisons=list(bench.compared_pairs()),
         smallest_effect=dict(bench.smallest_effect),
         prices=bench.price_table,
+        horizon_pairs=bench.horizon_pairs,
         tasks={
             task_id: TaskInfo(tier=task.tier, bonus=task.bonus, arms=tuple(task.arms))
             for task_id, task in bench.tasks.items()

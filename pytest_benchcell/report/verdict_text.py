@@ -49,12 +49,27 @@ def value_text(metric: str, value: float) -> str:
     return f"{100 * value:+.1f} pp" if metric == SUCCESS else f"{math.exp(value):.2f}x"
 
 
-def estimate_text(verdict: Verdict) -> str:
-    """ "+12.5 pp [-3.0, +28.0]" or "0.83x [0.70x, 0.98x]"; the interval left out where it is withheld."""
+def sign_statement(verdict: Verdict, a: str, b: str) -> str | None:
+    """What a success difference rests on, printed where an interval would be: the sign test that claims
+    says which arm won the pairs that differ ("a passed where b failed in 14 of 16 paired trials that
+    differ"), not how far apart the rates are. None for any other verdict."""
+    if verdict.metric != SUCCESS or verdict.decision != DIFFERS:
+        return None
+    winner, loser = (b, a) if verdict.direction > 0 else (a, b)
+    agreeing = verdict.positives if verdict.direction > 0 else verdict.nonzero - verdict.positives
+    return f"{winner} passed where {loser} failed in {agreeing} of the {verdict.nonzero} paired trials that differ"
+
+
+def estimate_text(verdict: Verdict, a: str = "a", b: str = "b") -> str:
+    """ "+12.5 pp [-3.0, +28.0]" or "0.83x [0.70x, 0.98x]"; the interval left out where it is withheld,
+    and beside a success difference the sign count that claimed it instead (sign_statement)."""
     estimate, interval = a_minus_b(verdict)
     if estimate is None:
         return "\u2014"
     text = value_text(verdict.metric, estimate)
+    statement = sign_statement(verdict, a, b)
+    if statement is not None:
+        return f"{text} ({statement})"
     if interval is None:
         return text
     low, high = (value_text(verdict.metric, end) for end in interval)
@@ -71,8 +86,13 @@ def reading(verdict: Verdict, a: str, b: str) -> str:
     "12 paired trials on 4 tasks, e 28.4 of the 120 a difference needs, a - b +16.7 pp [-10.0, +40.0]"."""
     detail = f"{verdict.pairs} paired trial{'' if verdict.pairs == 1 else 's'} on {verdict.tasks} task{'' if verdict.tasks == 1 else 's'}"
     reached = "past" if verdict.decision == DIFFERS else "of"
-    detail += f", e {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs"
-    detail += f", {scale_label(verdict.metric, a, b)} {estimate_text(verdict)}"
-    if verdict.interval is None and verdict.pairs:
+    if verdict.horizon is None:
+        detail += f", e {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs"
+    else:  # e_value is the bar times the best reading's nominal level over its observed tail
+        frozen = "; frozen at its horizon" if verdict.pairs >= verdict.horizon else ""
+        detail += (f", evidence {verdict.e_value:.3g} {reached} the {verdict.claim_e:.0f} a difference needs "
+                   f"(group-sequential: {min(verdict.pairs, verdict.horizon)} of the {verdict.horizon} pairs of its horizon read{frozen})")
+    detail += f", {scale_label(verdict.metric, a, b)} {estimate_text(verdict, a, b)}"
+    if verdict.interval is None and verdict.pairs and sign_statement(verdict, a, b) is None:
         detail += f"; no interval below {MIN_TASKS_FOR_INTERVAL} shared tasks"
     return detail

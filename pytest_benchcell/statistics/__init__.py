@@ -8,6 +8,8 @@ re-exported here (`from pytest_benchcell import statistics as stats`):
 * ``e_processes``: the sign and the betting (token) e-processes;
 * ``decisions``: ``compare_paired``, one decision for one paired comparison; ``Family`` (Bonferroni on
   e-values) and ``decide``, the one verdict every place that prints a comparison reads;
+* ``claim_interval``: the interval beside a token claim, the shifts the claim's own e-process keeps;
+* ``group_sequential``: the claims under a declared horizon (O'Brien-Fleming-type error spending);
 * ``planning``: the power of a sign claim and the smallest detectable effects;
 * ``cost``: cost per verified success; ``pass_k``: pass^k;
 * ``unpaired``: two definitions of one arm compared unpaired (different sittings), anytime-valid.
@@ -49,6 +51,7 @@ A central interval at confidence c takes Q(a/2) and Q(1 - a/2) with a = 1 - c.
 
 from __future__ import annotations
 
+from .claim_interval import token_claim_interval
 from .cost import (
     CostPerSuccess,
     cost_per_success,
@@ -99,6 +102,7 @@ from .e_processes import (
     token_e_process,
     token_log_ratio,
 )
+from .group_sequential import SequentialReading, sequential_success, sequential_tokens
 from .intervals import (
     EB_MAX_BET,
     MIN_TASKS_FOR_INTERVAL,
@@ -162,6 +166,7 @@ __all__ = [
     "PairedDifference",
     "RESIDUALS_PER_TASK",
     "SUCCESS",
+    "SequentialReading",
     "SignEvidence",
     "TOKENS",
     "TOKEN_BET_EFFECT",
@@ -193,6 +198,8 @@ __all__ = [
     "quantile",
     "regularized_incomplete_beta",
     "sample_sd",
+    "sequential_success",
+    "sequential_tokens",
     "shift_mde",
     "sign_claim_power",
     "sign_e_process",
@@ -204,6 +211,7 @@ __all__ = [
     "t_cdf",
     "t_interval",
     "t_quantile",
+    "token_claim_interval",
     "token_e_process",
     "token_log_ratio",
     "two_sided_z",

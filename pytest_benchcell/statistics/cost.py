@@ -66,6 +66,11 @@ def cost_per_success(
     half_b = tokens_sum * passes_sum - z2 * covariance
     const = tokens_sum**2 - z2 * var_tokens
     discriminant = half_b * half_b - quad * const
+    if all(len(set(cell)) == 1 for cell in cells):
+        # No spread within any task (every trial of a task cost the same and passed alike, as with a
+        # scripted model): the interval is the point itself, whatever the rounding of the quadratic
+        # (which could land just below 0 and read as "unbounded" for one arm and a point for another).
+        return CostPerSuccess(ratio, ratio, ratio, per_trial, rate, 0.0)
     if discriminant < 0 and -discriminant <= 1e-9 * half_b * half_b:
         discriminant = 0.0  # no spread at all: the two products differ by rounding only, P is far from 0
     if quad <= 0 or discriminant < 0:

@@ -9,8 +9,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .claim_interval import token_claim_interval
 from .descriptive import mean
 from .e_processes import TOKEN_LOG_RATIO_CLIP, BettingEvidence, SignEvidence, clip, sign_e_process, token_e_process, token_log_ratio
+from .group_sequential import sequential_success, sequential_tokens
 from .intervals import MIN_TASKS_FOR_INTERVAL, confidence_sequence
 
 
@@ -104,10 +106,13 @@ class Family:
 
     size: int  # comparisons in the family: declared pairs x metrics
     alpha: float = 0.05
+    # [bench] horizon_pairs: the claims come from the group-sequential test (group_sequential.py) over
+    # the first `horizon` pairs of each comparison; None: the anytime e-processes, without end.
+    horizon: int | None = None
 
     @classmethod
-    def of(cls, pairs: int, alpha: float = 0.05) -> Family:
-        return cls(max(1, pairs * len(METRICS)), alpha)
+    def of(cls, pairs: int, alpha: float = 0.05, horizon: int | None = None) -> Family:
+        return cls(max(1, pairs * len(METRICS)), alpha, horizon)
 
     @property
     def level(self) -> float:
@@ -131,7 +136,9 @@ class Verdict:
     decision: str  # differs | equivalent | undecided
     direction: int  # with "differs": +1 when b is higher (passes, tokens), -1 when lower; else 0
     estimate: float | None  # None: no pair (with known usage, for tokens)
-    interval: tuple[float, float] | None  # the confidence sequence at the family's level; None below MIN_TASKS or no pair
+    # The interval of the test behind the decision, at the family's level (see _shown_interval); None below
+    # MIN_TASKS, with no pair, or beside a success difference (its sign count is the statement instead).
+    interval: tuple[float, float] | None
     e_value: float  # the largest value the e-process reached
     e_now: float  # its value at the last pair
     claim_e: float  # the e-value a difference needs (Family.claim_e)
@@ -141,6 +148,7 @@ class Verdict:
     clipped: int  # token pairs more than the clip apart (counted at the clip)
     tasks: int  # shared tasks the pairs come from
     margin: float | None  # the smallest effect on this scale (tokens: a log-ratio); None: not declared
+    horizon: int | None = None  # the family's horizon in pairs (the group-sequential test); None: anytime e-processes
 
 
 def decide(
@@ -163,17 +171,63 @@ def decide(
         values = [token_log_ratio(a[1], b[1]) for a, b in outcomes if a[1] is not None and b[1] is not None]
     else:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    found = compare(values, metric=metric, alpha=family.level, margin=margin)
+    if family.horizon is not None:
+        found = compare_within_horizon(values, metric=metric, family=family, margin=margin)
+    else:
+        found = compare(values, metric=metric, alpha=family.level, margin=margin)
     bound = 1.0 if metric == SUCCESS else TOKEN_LOG_RATIO_CLIP
     shown = tasks >= MIN_TASKS_FOR_INTERVAL and bool(values)
     decision = found.decision
     if decision == EQUIVALENT and not shown:
         decision = UNDECIDED
+    if family.horizon is not None:  # past the horizon nothing is read: the verdict at N pairs stands
+        values = values[: family.horizon]
     return Verdict(
         metric, decision, found.direction if decision == DIFFERS else 0, found.estimate,
-        tuple(found.interval) if shown else None, found.e_value, found.e_now, family.claim_e, len(values),  # type: ignore[arg-type]
+        _shown_interval(found, values, metric, family) if shown else None, found.e_value, found.e_now, family.claim_e, len(values),
         sum(v != 0 for v in values), sum(v > 0 for v in values), sum(abs(v) > bound for v in values), tasks, margin,
+        family.horizon,
     )  # fmt: skip
+
+
+def compare_within_horizon(values: Sequence[float], *, metric: str, family: Family, margin: float | None) -> PairedDecision:
+    """compare_paired under a horizon: the group-sequential test (group_sequential.py) decides a difference;
+    equivalence is the interval inside the margin (tokens: the running intersection of the test's repeated
+    intervals; success: the anytime confidence sequence). ``e_value`` is the claim's bar times the largest
+    ratio of a reading's nominal level to its observed tail, so it reaches the bar exactly when a claim is
+    made, as the e-value does without a horizon (the plan's pace and the report's fields read it alike)."""
+    assert family.horizon is not None
+    if metric == SUCCESS:
+        reading = sequential_success(values, horizon=family.horizon, level=family.level)
+        read = [float(v) for v in values[: family.horizon]]
+    else:
+        reading = sequential_tokens(values, horizon=family.horizon, level=family.level)
+        read = [clip(float(v), TOKEN_LOG_RATIO_CLIP) for v in values[: family.horizon]]
+    bound = 1.0 if metric == SUCCESS else TOKEN_LOG_RATIO_CLIP
+    if reading.interval is None:
+        return PairedDecision(UNDECIDED, 0, None, (-bound, bound), 1.0, 0)
+    e_value = family.claim_e * reading.evidence if reading.direction else min(family.claim_e * reading.evidence, family.claim_e * 0.999)
+    if reading.direction:
+        decision = DIFFERS
+    elif margin is not None and -margin < reading.interval[0] and reading.interval[1] < margin:
+        decision = EQUIVALENT
+    else:
+        decision = UNDECIDED
+    return PairedDecision(decision, reading.direction, mean(read), reading.interval, max(1.0, e_value), len(read), max(1.0, e_value))
+
+
+def _shown_interval(found: PairedDecision, values: Sequence[float], metric: str, family: Family) -> tuple[float, float] | None:
+    """The interval printed beside the decision, from the test that made it: beside a token difference the
+    confidence sequence of the claim's own test (claim_interval), beside a success difference none (the sign
+    test that claimed speaks of which arm won the pairs that differ, not of how far apart the rates are: the
+    report prints that count instead), else the confidence sequence equivalence is judged by."""
+    if found.decision != DIFFERS:
+        return (found.interval[0], found.interval[1])
+    if metric == SUCCESS:
+        return None
+    if family.horizon is not None:  # the running intersection of the claim's own repeated intervals
+        return (found.interval[0], found.interval[1])
+    return token_claim_interval(values, claim_e=family.claim_e, direction=found.direction)
 
 
 def margin_of(metric: str, smallest_effect: Mapping[str, float]) -> float | None:

@@ -100,6 +100,7 @@ def _new_sample(spec: TrialSpec) -> dict[str, Any]:
             "model_kind": spec.model_kind,
             "exec_audit": exec_audit_state(bench, bench.arms[spec.arm]).describe(),
             "sandbox": sandbox_state(bench, bench.arms[spec.arm]).describe(),
+            **({"horizon_pairs": bench.horizon_pairs} if bench.horizon_pairs is not None else {}),  # horizon.py
         },
         "exec_audit": None,  # what the execution audit saw, when it ran
         "sandbox_blocked": [],  # failures of the arm's own programs the sandbox caused (isolation/blocked.py)

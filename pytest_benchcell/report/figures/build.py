@@ -14,6 +14,7 @@ from ..model import (
     Bonus,
     CellSummary,
     Report,
+    ReportError,
     ReportSettings,
     SettingsInfo,
     StoreInfo,
@@ -36,6 +37,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
     """Read the store one cell at a time and compute every table. Never holds a transcript."""
     settings = settings or ReportSettings()
     settings.validate()
+    _check_horizon(store, settings)
     problems: list[Problem] = []
     weights = [float(settings.weights[name]) for name in TOKEN_COMPONENTS]
     z = stats.two_sided_z(settings.confidence)
@@ -100,7 +102,7 @@ def build_report(store: Store | StoreSet, settings: ReportSettings | None = None
             model_kind=settings.model_kind, floor=settings.floor,
             weights={name: float(settings.weights[name]) for name in TOKEN_COMPONENTS},
             fingerprint_policy=settings.fingerprint_policy, seed=settings.seed,
-            resamples=settings.resamples, confidence=settings.confidence,
+            resamples=settings.resamples, confidence=settings.confidence, horizon_pairs=settings.horizon_pairs,
         ),  # fmt: skip
         store=store_info,
         arms=arms,
@@ -143,3 +145,18 @@ def _problem_text(store: Store | StoreSet, problem: Problem) -> str:
     except ValueError:
         where = str(problem.path)
     return f"{where}:{problem.line}: {problem.message}"
+
+
+def _check_horizon(store: Store | StoreSet, settings: ReportSettings) -> None:
+    """The settings' horizon_pairs must be the one the samples were recorded with (horizon.py): the claims
+    the plan made are the ones the report prints. A store that records none (in memory) is not checked."""
+    from ...horizon import describe, horizon_conflict, recorded_horizons
+
+    stores = getattr(store, "stores", [store])
+    if not all(hasattr(one, "samples_path") for one in stores):
+        return
+    conflict = horizon_conflict(settings.horizon_pairs, recorded_horizons(stores, settings.model_kind))
+    if conflict is not None:
+        raise ReportError(f"the report's settings have {describe(settings.horizon_pairs)}, but {conflict}; "
+                          f"allowed: the horizon the samples were recorded with")
+

@@ -21,7 +21,7 @@ from ..model import (
     plural,
 )
 from ..reading import Trial
-from ..verdict_text import a_minus_b, better_arm, claim, margin_text
+from ..verdict_text import a_minus_b, better_arm, claim, margin_text, sign_statement
 from .context import _Context
 
 
@@ -75,7 +75,7 @@ def _comparisons(context: _Context) -> list[Comparison]:
     pairs, declared = family_pairs(context.arms, context.settings.comparisons)
     if not pairs:
         return []
-    family = stats.Family.of(declared, 1.0 - context.settings.confidence)
+    family = stats.Family.of(declared, 1.0 - context.settings.confidence, context.settings.horizon_pairs)
     out = []
     for spec in _COMPARED_METRICS:
         margin = stats.margin_of(spec.decided_as, context.settings.smallest_effect)
@@ -191,9 +191,10 @@ def _pair(evidence: _Evidence, family: stats.Family) -> PairComparison:
             pairs=verdict.pairs, nonzero=verdict.nonzero, positives=verdict.nonzero - verdict.positives,
             e_value=verdict.e_now, e_max=verdict.e_value, anytime_p=anytime_p,
             p_adjusted=min(1.0, family.size * anytime_p), claim_e_value=family.claim_e,
-            method=SIGN_METHOD if not ratio else BETTING_METHOD, scale="ratio" if ratio else "difference",
+            method=_method(verdict), scale="ratio" if ratio else "difference",
             estimate=None if estimate is None else shown(estimate),
             low=None if interval is None else shown(interval[0]), high=None if interval is None else shown(interval[1]),
+            statement=sign_statement(verdict, evidence.a, evidence.b),
         ),
         minimum_detectable_effect=evidence.mde, decision=verdict.decision, claim=claim(verdict, evidence.a, evidence.b),
         distinguishable=claimed, scope=scope, verdict=_verdict(evidence, scope, over_p, family.alpha),
@@ -202,6 +203,15 @@ def _pair(evidence: _Evidence, family: stats.Family) -> PairComparison:
 
 SIGN_METHOD = "sign e-process"
 BETTING_METHOD = "betting e-process on clipped log-ratios mixed with the sign e-process"
+SEQUENTIAL_SIGN_METHOD = "group-sequential exact sign test (O'Brien-Fleming-type spending to the horizon)"
+SEQUENTIAL_T_METHOD = "group-sequential t test on clipped log-ratios (O'Brien-Fleming-type spending to the horizon)"
+
+
+def _method(verdict: stats.Verdict) -> str:
+    """The test behind the verdict: the anytime e-process, or under a horizon the group-sequential test."""
+    if verdict.horizon is not None:
+        return SEQUENTIAL_SIGN_METHOD if verdict.metric == stats.SUCCESS else SEQUENTIAL_T_METHOD
+    return SIGN_METHOD if verdict.metric == stats.SUCCESS else BETTING_METHOD
 
 
 def _ratio_text(a: str, b: str, verdict: stats.Verdict) -> str:

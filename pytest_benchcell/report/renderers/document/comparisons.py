@@ -64,7 +64,7 @@ def _short_claim(pair: PairComparison) -> str:
     return pair.claim
 
 
-def paired_text(comparison: Comparison, pair: PairComparison) -> str:
+def paired_text(comparison: Comparison, pair: PairComparison, *, compact: bool = False) -> str:
     """The paired trials' estimate with its anytime interval: "+12.5 pp [-3.0, +28.0]", "0.83x [0.70x, 0.98x]"."""
     within = pair.within_tasks
     if within.estimate is None:
@@ -74,6 +74,11 @@ def paired_text(comparison: Comparison, pair: PairComparison) -> str:
         return f"{100 * value:+.1f}" if within.scale == "difference" else f"{value:.2f}x"
 
     text = show(within.estimate) + (" pp" if within.scale == "difference" else "")
+    if within.statement is not None and compact:  # the sign count, short: 14 of the 16 pairs that differ agree
+        agreeing = within.positives if (within.estimate or 0.0) > 0 else within.nonzero - within.positives
+        return f"{text} ({agreeing}/{within.nonzero} signs)"
+    if within.statement is not None:
+        return f"{text} ({within.statement})"
     if within.low is None or within.high is None:
         return text
     return f"{text} [{show(within.low)}, {show(within.high)}]"
@@ -87,7 +92,7 @@ def _compact_table(report: Report) -> Table:
             pair = comparison.pairs[index]
             rows.append([
                 "" if number else f"{pair.arm_a} vs {pair.arm_b}", "success" if comparison.metric == "success" else "tokens",
-                _short_claim(pair), paired_text(comparison, pair), str(pair.n_tasks), str(pair.within_tasks.pairs),
+                _short_claim(pair), paired_text(comparison, pair, compact=True), str(pair.n_tasks), str(pair.within_tasks.pairs),
             ])  # fmt: skip
     return Table(["pair", "metric", "claim", "a \u2212 b or a/b [anytime interval]", "tasks", "pairs"], rows, left=4)
 

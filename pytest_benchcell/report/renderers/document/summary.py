@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ....sample import TOKEN_COMPONENTS
 from ....statistics import MIN_TASKS_FOR_INTERVAL
-from ...model import COMPONENT_LABELS, COVERED, PARTIAL, Report, plural
+from ...model import COMPONENT_LABELS, COVERED, PARTIAL, CostPerSuccessRow, Report, plural
 from .blocks import (
     DASH,
     HEADLINE_PLOTS,
@@ -83,6 +83,11 @@ def _headline_blocks(report: Report) -> list[Block]:
     return blocks
 
 
+# Printed instead of an interval that is a single point: no trial of any task differed from another of
+# its task in tokens or outcome (a scripted model), so the trials give no spread to make an interval of.
+NO_SPREAD = "no interval: the trials of each task were alike"
+
+
 def _cost_per_success_blocks(report: Report) -> list[Block]:
     table = report.cost_per_success
     if not table.tasks:
@@ -92,13 +97,19 @@ def _cost_per_success_blocks(report: Report) -> list[Block]:
     def upper(value: float | None) -> str:
         return "unbounded" if value is None else _tokens(value)
 
+    def per_success(row: CostPerSuccessRow) -> str:
+        if row.tokens_per_success is None:
+            return DASH
+        if row.low is None:
+            return _tokens(row.tokens_per_success)
+        if row.low == row.high:
+            return f"{_tokens(row.tokens_per_success)} ({NO_SPREAD})"
+        return f"{_tokens(row.tokens_per_success)} [{_tokens(row.low)}\u2013{upper(row.high)}]"
+
     rows = [
         [
             row.arm,
-            DASH if row.tokens_per_success is None else (
-                _tokens(row.tokens_per_success) if row.low is None
-                else f"{_tokens(row.tokens_per_success)} [{_tokens(row.low)}\u2013{upper(row.high)}]"
-            ),
+            per_success(row),
             _tokens(row.tokens_per_trial),
             _percent(row.success_rate),
             str(row.trials),
@@ -107,7 +118,8 @@ def _cost_per_success_blocks(report: Report) -> list[Block]:
     ]  # fmt: skip
     ratios = [
         f"{pair.arm_a} / {pair.arm_b} = {pair.ratio:.2f}x"
-        + (f" [{pair.low:.2f}x\u2013{pair.high:.2f}x]" if pair.low is not None and pair.high is not None else "")
+        + (f" ({NO_SPREAD})" if pair.low is not None and pair.low == pair.high
+           else f" [{pair.low:.2f}x\u2013{pair.high:.2f}x]" if pair.low is not None and pair.high is not None else "")
         for pair in table.pairs
         if pair.ratio is not None
     ]
