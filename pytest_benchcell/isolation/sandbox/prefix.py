@@ -57,8 +57,11 @@ def write_prefix(
         # strace in a pid namespace of the command's own, entered with the trial's network namespace
         # first: the sandbox's pid namespace is nested in it, so strace reads the pids its tracees'
         # forks return from a /proc of a few processes instead of the host's (its cost grew with
-        # the machine's process count and load), and it stays out of the sandbox's sight.
-        words = [shlex.join([tool.nsenter, *network.enter_options(), "--", tool.unshare, *PID_NAMESPACE])] + words
+        # the machine's process count and load), and it stays out of the sandbox's sight. The
+        # namespace's first process is a shell that waits for strace: it, not strace, inherits the
+        # processes whose parent ended (strace would report each one's end a second time).
+        init = [tool.nsenter, *network.enter_options(), "--", tool.unshare, *PID_NAMESPACE, "--", shell, "-c", '"$@"; exit $?', "benchcell-init"]
+        words = [shlex.join(init)] + words
     if tool is not None and tool.available and plan is not None and network is not None:
         # The CLI ends each wrapped command with `pwd -P >| <its cwd file>` to follow `cd`: that one
         # file, created here, is shared with the sandbox's private /tmp.
