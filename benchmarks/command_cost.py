@@ -1,4 +1,5 @@
-"""Per-command figures of the guards, for benchmarks/guards_cost.py --commands (not a script itself).
+"""Per-command figures of the guards, for benchmarks/guards_cost.py --commands, which runs it with each
+Python it measures (`python benchmarks/command_cost.py RUNS LOADED`).
 
 A bare `bash -c COMMAND` against the same through the trial's prefix with the sandbox alone and with
 the sandbox under the execution audit (the full prefix, its log then parsed as the audit reads it),
@@ -90,3 +91,7 @@ def measure(runs: int, loaded: bool) -> list[str]:
             network.stop()
         tracker.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    measure(int(sys.argv[1]), loaded=sys.argv[2] == "True")

@@ -21,10 +21,14 @@ its tree, so the processes the sitting leaves behind are reaped by it too: the C
 user and system time of the whole process tree (pytest, xdist workers, every Claude CLI, every
 command, strace, the services), from os.wait4 of the reaper.
 
-`--venvs current uv pip`: the same sittings run with the Python of this checkout's .venv
-(`current`), of a fresh venv installed by uv without bytecode (`uv`, as the README's test command
+`--pythons A B`: the sittings (and --commands) run with each of these Pythons alternately (default:
+the one running this script), e.g. this checkout's .venv and another checkout's, before and after a
+change. `--venvs current uv pip`: the same sittings run with those Pythons (`current`), of a fresh venv installed by uv without bytecode (`uv`, as the README's test command
 and CI install), and of one installed with bytecode compiled (`pip`, which compiles as it installs;
 made with `uv pip install --compile-bytecode` from uv's cache, which is what pip leaves behind).
+
+`--variants on off sandbox audit`: besides every guard on and both off, the sandbox alone and the
+audit alone (what each guard costs by itself), in the same rotation.
 
 `--load`: a second sitting (guards on) runs in a loop beside the measured ones, on the other core.
 The load average is printed before and after every configuration.
@@ -105,14 +109,18 @@ def run_reaped(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[floa
 # --------------------------------------------------------------------------- the benches
 
 
-def copy_bench(folder: Path, guards: bool) -> Path:
-    """The example bench in `folder`, as shipped or with both guards off."""
+VARIANTS = {"on": "", "off": 'exec_audit = "off"\nsandbox = "off"\n', "sandbox": 'exec_audit = "off"\n', "audit": 'sandbox = "off"\n'}
+
+
+def copy_bench(folder: Path, guards: bool | str) -> Path:
+    """The example bench in `folder`: as shipped (True, "on"), with both guards off (False, "off"), or
+    with one of them alone ("sandbox", "audit")."""
     folder.mkdir(parents=True)
     shutil.copy(ROOT / "conftest.py", folder / "conftest.py")
     shutil.copytree(ROOT / "bench", folder / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
     text = (ROOT / "bench.toml").read_text()
-    if not guards:
-        text = text.replace("[bench]\n", '[bench]\nexec_audit = "off"\nsandbox = "off"\n', 1)
+    variant = guards if isinstance(guards, str) else "on" if guards else "off"
+    text = text.replace("[bench]\n", f"[bench]\n{VARIANTS[variant]}", 1)
     (folder / "bench.toml").write_text(text)
     return folder
 
@@ -151,32 +159,39 @@ def base_environment() -> dict[str, str]:
     return env
 
 
-def measure_sittings(args, python: str, label: str, folder: Path) -> list[str]:
+def measure_sittings(args, pythons: dict[str, str], folder: Path) -> list[str]:
+    """Every configuration: guards on and off with each Python, alternating, --pairs rounds."""
     lines = []
     for config in args.configs:
         title, workers, trials, extra = CONFIGS[config]
         env = {**base_environment(), **extra}
-        benches = {guards: copy_bench(folder / f"{label}-{config}-{'on' if guards else 'off'}", guards) for guards in (True, False)}
-        command = sitting_command(python, args.task, workers, trials)
+        variants = ["on", "off", *(variant for variant in args.variants if variant not in ("on", "off"))]
+        benches = {variant: copy_bench(folder / f"{config}-{variant}", variant) for variant in variants}
         before = os.getloadavg()[0]
-        figures: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
-        for pair in range(args.pairs + 1):  # the first pair warms the caches and is not counted
-            for guards in ((True, False) if pair % 2 else (False, True)):
-                wall, user, system, summary = run_reaped(command, benches[guards], env)
-                if pair:
-                    figures[guards].append((wall, user, system))
-                print(f"  {label} {config} guards {'on ' if guards else 'off'}: wall {wall:6.2f} s, "
-                      f"CPU {user + system:6.2f} s (user {user:.2f}, sys {system:.2f})  [{summary}]", flush=True)  # fmt: skip
+        figures: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+        for pair in range(args.pairs + 1):  # the first round warms the caches and is not counted
+            for label, python in pythons.items():
+                command = sitting_command(python, args.task, workers, trials)
+                for variant in variants[pair % len(variants):] + variants[: pair % len(variants)]:
+                    wall, user, system, summary = run_reaped(command, benches[variant], env)
+                    if pair:
+                        figures.setdefault((label, variant), []).append((wall, user, system))
+                    print(f"  {label} {config} guards {variant:7}: wall {wall:6.2f} s, "
+                          f"CPU {user + system:6.2f} s (user {user:.2f}, sys {system:.2f})  [{summary}]", flush=True)  # fmt: skip
         after = os.getloadavg()[0]
-        on, off = (_medians(figures[True]), _medians(figures[False]))
-        wall_ratio, cpu_ratio = on[0] / off[0], (on[1] + on[2]) / (off[1] + off[2])
-        met = "met" if max(wall_ratio, cpu_ratio) <= TARGET_RATIO else "missed"
-        lines.append(
-            f"{label}, {title}, {args.task} x{trials}: wall {on[0]:.2f} / {off[0]:.2f} s = {wall_ratio:.2f}x; "
-            f"CPU {on[1] + on[2]:.2f} / {off[1] + off[2]:.2f} s = {cpu_ratio:.2f}x (sys {on[2]:.2f} / {off[2]:.2f}); "
-            f"load {before:.1f} -> {after:.1f}; target <= {TARGET_RATIO:.2f}x: {met}"
-        )
-        print(lines[-1], flush=True)
+        for label in pythons:
+            off = _medians(figures[(label, "off")])
+            for variant in (v for v in variants if v != "off"):
+                on = _medians(figures[(label, variant)])
+                wall_ratio, cpu_ratio = on[0] / off[0], (on[1] + on[2]) / (off[1] + off[2])
+                met = "met" if max(wall_ratio, cpu_ratio) <= TARGET_RATIO else "missed"
+                lines.append(
+                    f"{label}, {title}, {args.task} x{trials}, guards {variant} / off: wall {on[0]:.2f} / {off[0]:.2f} s = "
+                    f"{wall_ratio:.2f}x; CPU {on[1] + on[2]:.2f} / {off[1] + off[2]:.2f} s = {cpu_ratio:.2f}x "
+                    f"(sys {on[2]:.2f} / {off[2]:.2f}); load {before:.1f} -> {after:.1f}"
+                    + (f"; target <= {TARGET_RATIO:.2f}x: {met}" if variant == "on" else "")
+                )
+                print(lines[-1], flush=True)
     return lines
 
 
@@ -188,27 +203,30 @@ def main() -> int:
     if sys.argv[1:2] == ["--reap"]:
         return reap(sys.argv[2:])
     made = harness.parser(__doc__, pairs=3, task="close-export", configs=["one", "two"], venvs=["current"], load=False,
-                          commands=False, runs=15, sittings=False)  # fmt: skip
+                          commands=False, runs=15, sittings=False, pythons=[sys.executable], variants=["on", "off"])  # fmt: skip
     args = made.parse_args()
     results: list[str] = []
     with tempfile.TemporaryDirectory(prefix="benchcell-guards-") as name:
         folder = Path(name)
         loader = None
         if args.load:
-            loader = load_loop(str(ROOT / ".venv" / "bin" / "python"), copy_bench(folder / "load", True), base_environment())
+            loader = load_loop(sys.executable, copy_bench(folder / "load", True), base_environment())
             time.sleep(5)
         try:
             if args.commands:
-                import command_cost
-
-                results += command_cost.measure(args.runs, loaded=args.load)
+                for python in args.pythons:  # each Python measures its own checkout's guards
+                    done = subprocess.run([python, str(Path(__file__).with_name("command_cost.py")), str(args.runs), str(args.load)],
+                                          capture_output=True, text=True, check=True)  # fmt: skip
+                    results += [f"{python}: {line}" for line in done.stdout.splitlines()]
+                    print("\n".join(results[-2:]), flush=True)
             if args.sittings or not args.commands:
                 for venv in args.venvs:
                     if venv == "current":
-                        python = str(ROOT / ".venv" / "bin" / "python")
+                        pythons = {python: python for python in args.pythons}
                     else:
-                        python = str(make_venv(folder / f"venv-{venv}", compile_bytecode=venv == "pip"))
-                    results += measure_sittings(args, python, f"{venv} venv", folder)
+                        made_python = str(make_venv(folder / f"venv-{venv}", compile_bytecode=venv == "pip"))
+                        pythons = {f"{venv}-installed venv": made_python}
+                    results += measure_sittings(args, pythons, folder / venv)
         finally:
             stop(loader)
     print()

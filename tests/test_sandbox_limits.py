@@ -4,7 +4,6 @@ namespace) under the trial's LimitWatch, as a trial runs it, without the Claude 
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys

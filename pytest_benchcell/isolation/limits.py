@@ -9,9 +9,13 @@ no tmpfs can size them; the limits are kept in two ways:
   trial's own processes only; the kernel does not apply it to root, whatever the namespace);
 - **by a watch from outside** (`LimitWatch`, a thread of the harness for the whole trial): every
   0.2 s it counts the processes in the trial's network namespace (its commands, each one's
-  bubblewrap, and the trial's relays: what RLIMIT_NPROC counts), and every second or so the bytes and files added to the writable
-  folders since the trial began (the environment's hidden folders, which only its services write,
-  are not counted). Over a limit, every running command of the trial is killed (SIGKILL to the first
+  bubblewrap, and the trial's relays: what RLIMIT_NPROC counts), and the bytes and files added to
+  the writable folders since the trial began as they change (isolation/file_events.py: inotify on
+  every folder under them, a full count every second or so; the environment's hidden folders, which
+  only its services write, are not counted). A count only every second let a command that creates
+  files fast make twice its limit; judged at each batch of changes, with the watch's thread at a
+  higher priority where the harness may give it one (as root), it stops within a tenth of the limit.
+  Over a limit, every running command of the trial is killed (SIGKILL to the first
   process of each command's pid namespace ends all of it), and again whenever the figure grows
   past it once more; a command that went over between two looks is still seen by the last look
   when the trial ends.

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..limits import Limits
 from .mounts import SandboxPlan, _inside, bwrap_arguments, mount_aliases
 from .network import TrialNetwork
-from .tool import PID_NAMESPACE, SANDBOX_UID, SandboxTool
+from .tool import SANDBOX_UID, SandboxTool, pid_namespace_options
 
 # Variables only the CLI needs; no command of the agent ever sees them.
 CREDENTIAL_VARIABLES = (
@@ -60,7 +60,7 @@ def write_prefix(
         # the machine's process count and load), and it stays out of the sandbox's sight. The
         # namespace's first process is a shell that waits for strace: it, not strace, inherits the
         # processes whose parent ended (strace would report each one's end a second time).
-        init = [tool.nsenter, *network.enter_options(), "--", tool.unshare, *PID_NAMESPACE, "--", shell, "-c", '"$@"; exit $?', "benchcell-init"]
+        init = [tool.nsenter, *network.enter_options(), "--", tool.unshare, *pid_namespace_options(), "--", shell, "-c", '"$@"; exit $?', "benchcell-init"]
         words = [shlex.join(init)] + words
     if tool is not None and tool.available and plan is not None and network is not None:
         # The CLI ends each wrapped command with `pwd -P >| <its cwd file>` to follow `cd`: that one

@@ -127,10 +127,9 @@ def _pid_namespace_tool() -> str:
     if not unshare:
         return ""
     unshare = os.path.realpath(unshare)
-    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
     true = os.path.realpath(shutil.which("true") or "/bin/true")
     try:
-        done = subprocess.run([unshare, *user, *PID_NAMESPACE, true], capture_output=True, timeout=CHECK_TIMEOUT_S)
+        done = subprocess.run([unshare, *pid_namespace_options(), true], capture_output=True, timeout=CHECK_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return ""
     return unshare if done.returncode == 0 else ""
@@ -139,6 +138,13 @@ def _pid_namespace_tool() -> str:
 # A pid namespace of its own with its /proc (so strace reads its tracees' pids there), ended with
 # everything in it when unshare is.
 PID_NAMESPACE = ("--pid", "--fork", "--mount-proc", "--kill-child")
+
+
+def pid_namespace_options() -> list[str]:
+    """unshare's options for the audit's pid namespace. As another user than root, inside a user
+    namespace of its own mapping that user to itself: joining the trial's user namespace gave
+    nsenter capabilities there, but a program it starts under another uid than 0 loses them."""
+    return [*PID_NAMESPACE] if os.geteuid() == 0 else ["--user", "--map-current-user", *PID_NAMESPACE]
 
 
 def _user_options() -> list[str]:
