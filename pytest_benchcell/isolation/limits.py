@@ -174,6 +174,7 @@ class LimitWatch:
         self._over: dict[str, float] = {}  # the figure at the last kill, per limit
         self._frozen: dict[str, int] = {}  # commands frozen at the last look: looks in a row
         self._stop = threading.Event()
+        self._wake_up, self._waker = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # ends a wait for changes at stop()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="benchcell-limits", daemon=True)
 
@@ -183,12 +184,17 @@ class LimitWatch:
         return self
 
     def stop(self) -> None:
-        """Stop watching, after one last look at the writable folders."""
+        """Stop watching, after one last look at the writable folders (once: later calls do nothing)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
+        os.write(self._waker, b"x")
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         self._look_at_usage(kill=False)
         self._events.close()
+        for fd in (self._wake_up, self._waker):
+            os.close(fd)
 
     def report(self) -> dict[str, Any]:
         """The sample's `sandbox` record."""
@@ -230,8 +236,8 @@ class LimitWatch:
             return
         deadline = time.monotonic() + max(0.0, seconds)
         while not self._stop.is_set() and (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self._events.fd], [], [], left)
-            while readable and self._events.read():
+            readable, _, _ = select.select([self._events.fd, self._wake_up], [], [], left)
+            while self._events.fd in readable and self._events.read():
                 if self._events.stale:
                     return  # events were lost: a walk now (in _run) gives the figures
                 self._judge_usage(self._events.bytes, self._events.entries, kill=True)
