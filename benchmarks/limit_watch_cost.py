@@ -32,8 +32,8 @@ from pytest_benchcell.isolation import sandbox
 from pytest_benchcell.isolation.file_events import FileEvents
 from pytest_benchcell.isolation.limits import LimitWatch, Limits, usage
 
-MANY = "for i in range({n}):\n    open(f'f{{i}}', 'w').close()"
-SMALL = "for i in range({n}):\n    with open(f's{{i}}', 'wb') as out:\n        out.write(b'x' * 4096)"
+MANY = "for i in range({n}):\n    open(f'f{i}', 'w').close()"
+SMALL = "for i in range({n}):\n    with open(f's{i}', 'wb') as out:\n        out.write(b'x' * 4096)"
 CASES = {
     "files, limit 10000": (MANY, Limits(disk_mb=1024, files=10_000, processes=256)),
     "4 KiB files, limit 32 MiB": (SMALL, Limits(disk_mb=32, files=1_000_000, processes=256)),
