@@ -697,7 +697,7 @@ sandbox_processes = 40
 """
 OVER_LIMITS = {
     "one-big-file": ("head -c 20M /dev/zero > big; echo size=$(wc -c < big)", "disk_mb"),
-    "many-files": ("mkdir d && cd d && for i in $(seq 1 1000); do : > f$i; done; echo made", "files"),
+    "many-files": ("mkdir d && cd d && for i in $(seq 1 5000); do : > f$i; done; echo made", "files"),
     "many-processes": ("for i in $(seq 1 100); do sleep 3 & done 2>/dev/null; wait; echo waited", "processes"),
     "within-limits": ("head -c 1M /dev/zero > small && : > a && echo fine", None),
 }
@@ -722,7 +722,16 @@ def test_the_limits_hold_and_reaching_one_is_recorded(pytester: pytest.Pytester,
             continue
         assert [line.split(":")[0] for line in record["reached"]] == [limit], record
         assert f"sandbox limit reached: {limit}: " in samples[name]["reason"]
-    assert int(samples["one-big-file"]["tool_calls"][0]["output"].split("size=")[1].split()[0]) <= 8 * 1024 * 1024
+    # The file stops at the limit (RLIMIT_FSIZE), or the watch ends the command as it reaches it.
+    big = samples["one-big-file"]
+    if "size=" in big["tool_calls"][0]["output"]:
+        assert int(big["tool_calls"][0]["output"].split("size=")[1].split()[0]) <= 8 * 1024 * 1024
+    else:
+        assert big["sandbox"]["commands_killed"] >= 1 and big["sandbox"]["peak"]["disk_mb"] <= 8 * 1.1, big["sandbox"]
+    # Files created fast are stopped near the limit as they are made, not counted a second later
+    # (how near on a busy machine: tests/test_sandbox_limits.py and benchmarks/limit_watch_cost.py).
+    assert samples["many-files"]["sandbox"]["peak"]["files"] < 1000, samples["many-files"]["sandbox"]
+    assert "made" not in samples["many-files"]["tool_calls"][0]["output"]
     assert samples["many-processes"]["sandbox"]["peak"]["processes"] >= 40
     result.stdout.fnmatch_lines(["*one-big-file*: pass, * 1 sandbox limit(s) reached"])
 

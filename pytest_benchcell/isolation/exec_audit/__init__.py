@@ -13,10 +13,12 @@ evals the command). The prefix written here runs `strace -f -e trace=execve,...`
 directory and the environment's workdir (the only places the guard lets the agent write). strace's
 seccomp-bpf filter (`--seccomp-bpf`, used when the installed strace supports it) stops the tracee
 only at the traced calls, so the cost is a few milliseconds per command (benchmarks/exec_audit_cost.py).
-A launcher may stand between strace and the shell: the trial's sandbox, `nsenter --net=... -- bwrap
-... bash -c CMD` (isolation/sandbox/prefix.py writes that prefix around `trace_command()`; `ExecAudit(launcher=
-...)` writes one itself), its programs named in `wrappers`. `--pidns-translation` makes strace print,
-for a fork inside the sandbox's own pid namespace, the child's pid as the log knows it.
+A launcher may stand between strace and the shell: the trial's sandbox, `bwrap ... bash -c CMD`
+(isolation/sandbox/prefix.py writes that prefix around `trace_command()`, with strace itself started
+by nsenter in the trial's network namespace and by unshare in a pid namespace of its own;
+`ExecAudit(launcher=...)` writes one itself), its programs named in `wrappers`.
+`--pidns-translation` makes strace print, for a fork inside the sandbox's own pid namespace, the
+child's pid as the log knows it (read from the small /proc of strace's own pid namespace).
 
 What the records show. Each successful execve (path, argv) with the process that ran it; fork,
 vfork and clone give the parent. The chain of a record is the programs above it: the image its

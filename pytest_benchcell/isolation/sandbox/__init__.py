@@ -41,9 +41,11 @@ the harness or reach the network:
 
 How it runs. The Claude Code CLI starts each Bash command as `PREFIX "<wrapped command>"`
 (CLAUDE_CODE_SHELL_PREFIX). The trial's prefix (written by `write_prefix`) is a bash script that
-drops the credentials, sets the limits and runs `[strace ... -o LOG] nsenter --net=<the trial's
-namespace> -- bwrap <mounts> --seccomp 9 bash -c "$1" 9<filter`. The execution audit's strace sits outside the sandbox, so its logs are
-out of the agent's reach; nsenter and bwrap are the harness's own records in those logs.
+drops the credentials, sets the limits and runs `nsenter --net=<the trial's namespace> -- [unshare
+--pid ... strace ... -o LOG] bwrap <mounts> --seccomp 9 bash -c "$1" 9<filter`. The execution
+audit's strace sits outside the sandbox, in a pid namespace of the command's own in which the
+sandbox's is nested, so neither it nor its logs are within the agent's reach, and it reads its
+tracees' pids from that namespace's small /proc; bwrap is the harness's own record in those logs.
 
 The network namespace is held for the whole trial by one process (`TrialNetwork`): bwrap with
 --unshare-net running one socat per endpoint inside; the outside halves are socat too. Both are

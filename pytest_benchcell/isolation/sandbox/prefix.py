@@ -1,5 +1,6 @@
 """The trial's shell prefix (CLAUDE_CODE_SHELL_PREFIX): drop the credentials, set the limits, then
-run each command under the execution audit's strace, inside nsenter and bwrap."""
+run each command inside the trial's network namespace (nsenter), under the execution audit's strace
+in a pid namespace of the command's own (unshare), inside bwrap."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from ..limits import Limits
 from .mounts import SandboxPlan, _inside, bwrap_arguments, mount_aliases
 from .network import TrialNetwork
-from .tool import SANDBOX_UID, SandboxTool
+from .tool import SANDBOX_UID, SandboxTool, pid_namespace_options
 
 # Variables only the CLI needs; no command of the agent ever sees them.
 CREDENTIAL_VARIABLES = (
@@ -50,6 +51,17 @@ def write_prefix(
     ]
     words = [trace] if trace else []
     redirections = []
+    sandboxed = tool is not None and tool.available and plan is not None and network is not None
+    own_pid_namespace = bool(sandboxed and trace and tool is not None and tool.unshare)
+    if own_pid_namespace and tool is not None and network is not None:
+        # strace in a pid namespace of the command's own, entered with the trial's network namespace
+        # first: the sandbox's pid namespace is nested in it, so strace reads the pids its tracees'
+        # forks return from a /proc of a few processes instead of the host's (its cost grew with
+        # the machine's process count and load), and it stays out of the sandbox's sight. The
+        # namespace's first process is a shell that waits for strace: it, not strace, inherits the
+        # processes whose parent ended (strace would report each one's end a second time).
+        init = [tool.nsenter, *network.enter_options(), "--", tool.unshare, *pid_namespace_options(), "--", shell, "-c", '"$@"; exit $?', "benchcell-init"]
+        words = [shlex.join(init)] + words
     if tool is not None and tool.available and plan is not None and network is not None:
         # The CLI ends each wrapped command with `pwd -P >| <its cwd file>` to follow `cd`: that one
         # file, created here, is shared with the sandbox's private /tmp.
@@ -83,7 +95,8 @@ def write_prefix(
             program.write_bytes(compiled_filter().program)
             bwrap += ["--seccomp", str(SECCOMP_FD)]
             redirections.append(f"{SECCOMP_FD}<{shlex.quote(str(program))}")
-        words += [shlex.join([tool.nsenter, *network.enter_options(), "--", tool.bwrap, *bwrap])]
+        entered = [] if own_pid_namespace else [tool.nsenter, *network.enter_options(), "--"]
+        words += [shlex.join([*entered, tool.bwrap, *bwrap])]
         words += ['"${aliases[@]}" "${share[@]}" --chdir "$PWD"']
     words += [shlex.quote(shell), '-c "$1"', *redirections]
     lines.append("exec " + " ".join(words))

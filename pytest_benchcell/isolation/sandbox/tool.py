@@ -39,6 +39,9 @@ class SandboxTool:
     user_namespace: bool = True  # each command runs in a user namespace of its own
     seccomp: str = ""  # why there is no seccomp filter ("" when there is one)
     prlimit: str = ""  # util-linux's prlimit: sets the process limit where the kernel applies it
+    # util-linux's unshare, when it can start a pid namespace with its own /proc here: the execution
+    # audit's strace then runs in a pid namespace of the command's own, outside the sandbox's
+    unshare: str = ""
 
     def describe(self) -> str:
         """One line for the pytest header and the sample's provenance."""
@@ -79,6 +82,7 @@ def find_sandbox() -> SandboxTool:
     return SandboxTool(
         True, bwrap, nsenter, socat, version, as_root=as_root, user_namespace=user_namespace,
         seccomp=compiled_filter().reason, prlimit=os.path.realpath(shutil.which("prlimit") or "") if shutil.which("prlimit") else "",
+        unshare=_pid_namespace_tool(),
     )  # fmt: skip
 
 
@@ -114,6 +118,33 @@ def _check_namespaces(bwrap: str, *, user_namespace: bool) -> str:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return f"bubblewrap cannot create namespaces here ({last})"
     return ""
+
+
+def _pid_namespace_tool() -> str:
+    """unshare's real path when it starts a pid namespace with its own /proc here (as another user
+    than root, inside a user namespace, as a command's prefix does inside the trial's), else ''."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return ""
+    unshare = os.path.realpath(unshare)
+    true = os.path.realpath(shutil.which("true") or "/bin/true")
+    try:
+        done = subprocess.run([unshare, *pid_namespace_options(), true], capture_output=True, timeout=CHECK_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return unshare if done.returncode == 0 else ""
+
+
+# A pid namespace of its own with its /proc (so strace reads its tracees' pids there), ended with
+# everything in it when unshare is.
+PID_NAMESPACE = ("--pid", "--fork", "--mount-proc", "--kill-child")
+
+
+def pid_namespace_options() -> list[str]:
+    """unshare's options for the audit's pid namespace. As another user than root, inside a user
+    namespace of its own mapping that user to itself: joining the trial's user namespace gave
+    nsenter capabilities there, but a program it starts under another uid than 0 loses them."""
+    return [*PID_NAMESPACE] if os.geteuid() == 0 else ["--user", "--map-current-user", *PID_NAMESPACE]
 
 
 def _user_options() -> list[str]:

@@ -1,0 +1,70 @@
+"""The execution audit under the sandbox: strace runs in a pid namespace of the command's own, in
+which the sandbox's is nested. The records keep every program with its real parent chain, and
+nothing inside the sandbox can see, signal or read the observer or its log. A command runs through
+a trial's real prefix (as a trial runs it, without the Claude CLI)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_benchcell.isolation import sandbox
+from pytest_benchcell.isolation.exec_audit import ExecAudit, find_tracer, parse_strace
+from pytest_benchcell.isolation.limits import DEFAULT_LIMITS
+
+TOOL, TRACER = sandbox.find_sandbox(), find_tracer()
+needs_both = pytest.mark.skipif(
+    not (TOOL.available and TRACER.available), reason=f"sandbox: {TOOL.describe()}; audit: {TRACER.describe()}"
+)
+
+
+def _run_audited(root: Path, command: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run one command through the audited sandbox prefix: (the run, the text of each log)."""
+    for name in ("cwd", "environment", "home"):
+        (root / name).mkdir(parents=True)
+    plan = sandbox.SandboxPlan(writable=(str(root / "cwd"), str(root / "environment")), readable=(), hidden=(str(root / "trial"),),
+                               home=str(root / "home"), never=())  # fmt: skip
+    network = sandbox.TrialNetwork(TOOL, root / "trial" / "network", []).start()
+    try:
+        audit = ExecAudit(root / "trial" / "audit", TRACER, wrappers=(TOOL.bwrap, TOOL.nsenter, TOOL.prlimit))
+        prefix = sandbox.write_prefix(
+            root / "trial" / "prefix", TOOL, plan, network, trace=audit.trace_command(), shell=audit.shell, limits=DEFAULT_LIMITS
+        )
+        done = subprocess.run([str(prefix), command], cwd=root / "cwd", capture_output=True, text=True, timeout=60)
+        return done, [log.read_text() for log in sorted(audit.logs.iterdir())]
+    finally:
+        network.stop()
+
+
+@needs_both
+def test_every_program_is_recorded_with_its_parent_chain_and_strace_says_nothing(tmp_path: Path) -> None:
+    command = "(sh -c 'ls / | wc -l' &); git --version | cat; sleep 0.1"
+    done, logs = _run_audited(tmp_path, command)
+    assert done.returncode == 0 and done.stderr == "", done  # no word of strace's in the command's output
+    [text] = logs
+    records = parse_strace(text).records
+    by_name = {record.path.rsplit("/", 1)[-1]: record for record in records}
+    shell = next(record for record in records if record.argv[1:] == ("-c", command))
+    assert by_name["sh"].parent == shell.index  # a background subshell's program: below the shell
+    assert by_name["ls"].parent == by_name["wc"].parent == by_name["sh"].index
+    assert by_name["git"].parent == by_name["cat"].parent == shell.index
+    assert by_name["bwrap"].parent is None  # the launcher heads the log; nsenter and unshare ran before strace
+
+
+@needs_both
+def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path) -> None:
+    command = (
+        "cat /proc/[0-9]*/comm | sort -u | tr '\\n' ' '; echo; "
+        f"ls -A {tmp_path / 'trial'} | wc -l; "
+        "kill -KILL -1 2>/dev/null; echo after"
+    )
+    done, logs = _run_audited(tmp_path, command)
+    seen = done.stdout.splitlines()[0].split()
+    assert "strace" not in seen and "unshare" not in seen and "nsenter" not in seen, seen
+    assert done.stdout.splitlines()[1:] == ["0", "after"]  # the trial's folder (the logs) is hidden: an empty tmpfs
+    [text] = logs  # killing everything it can see did not end the observer: the shell's end is logged
+    log = parse_strace(text)
+    shell = next(record for record in log.records if record.argv[1:2] == ("-c",))
+    assert shell.pid in log.exits
