@@ -166,7 +166,7 @@ def test_a_scripted_sweep_reports_dollars_per_arm_from_the_packages_table(swept)
     from pytest_benchcell.prices import PACKAGE_ORIGIN, package_table, price_usage
 
     dollars = json.loads((swept / "report.json").read_text())["dollars"]
-    assert [row["arm"] for row in dollars["rows"]] == ["cli-skill", "native", "mcp", "raw-api"]
+    assert [row["arm"] for row in dollars["rows"]] == ["cli-skill", "cli-skill-native", "native", "mcp", "raw-api"]
     for row in dollars["rows"]:
         # every trial priced, its cache writes by the lifetime the (scripted) API reported
         assert row["per_trial"]["mean"] > 0 and (row["trials"], row["unknown"], row["default_lifetime"]) == (6, 0, 0), row

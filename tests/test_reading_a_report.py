@@ -59,8 +59,8 @@ def test_the_pages_commands_run_a_sitting_a_report_and_a_listing(page_ran: tuple
     folder, ran = page_ran
     assert [run["argv"][:2] for run in ran] == [["pytest", "--bench-arm"], ["benchcell", "report"], ["pytest", "--bench-arm"]]
     sitting, report, listing = ran
-    # The page says the sitting runs 36 trials and exits 1, with 6 failing by design.
-    assert sitting["returncode"] == 1 and re.search(r"\b6 failed, 30 passed\b", sitting["stdout"]), sitting["stdout"][-3000:]
+    # The page says the sitting runs 45 trials and exits 1, with 6 failing by design.
+    assert sitting["returncode"] == 1 and re.search(r"\b6 failed, 39 passed\b", sitting["stdout"]), sitting["stdout"][-3000:]
     assert report["returncode"] == 0 and (folder / "report.html").is_file(), report["stdout"][-3000:]
     assert listing["returncode"] == 0 and "nothing ran or was reserved" in listing["stdout"], listing["stdout"][-3000:]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from benches import ARMS, BENCH_HEADER, TASKS, write_bench
+from docs_text import logical_lines
 from test_remote_gateways import clone, ssh_login, stored, trials_torn_down  # noqa: F401 - ssh_login: the sshd fixture
 
 pytestmark = pytest.mark.e2e
@@ -211,7 +212,7 @@ def test_the_far_machines_recipe_as_written_runs_a_sitting_over_ssh(
     assert over_ssh(f"{far}/.venv/bin/python -c 'import execnet, xdist, pytest_benchcell; print(pytest_benchcell.__file__)'").strip() == (
         f"{far}/pytest_benchcell/__init__.py"
     )  # fmt: skip
-    command = next(line for line in machines.splitlines() if line.startswith("pytest ") and "ssh=me@box" in line)
+    command = next(line for line in logical_lines(machines) if line.startswith("pytest ") and "ssh=me@box" in line)
     command = as_here(command).replace("ssh=me@box", f"ssh={user}@127.0.0.1//ssh_config={config}")
     result = pytester.runpytest_subprocess(*shlex.split(command)[1:], "--bench-scripted", "--bench-trials", "1", timeout=600)
     assert "cannot run trials" not in result.stdout.str(), result.stdout.str()[-3000:]
