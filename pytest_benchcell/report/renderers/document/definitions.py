@@ -99,18 +99,10 @@ def comparison_text(comparison: DefinitionComparison) -> str:
             difference += f" [{100 * comparison.success_low:+.0f} to {100 * comparison.success_high:+.0f} pp]"
         success += f", a difference of {difference}"
     success += f" ({comparison.success_trials_current} against {comparison.success_trials_earlier} trials)"
-    tokens = "cost-equivalent tokens: no trial with known usage on both sides"
-    if comparison.tokens_ratio is not None:
-        tokens = f"cost-equivalent tokens \u00d7{comparison.tokens_ratio:.2f}"
-        if shown and comparison.tokens_low is not None and comparison.tokens_high is not None:
-            tokens += f" [{comparison.tokens_low:.2f}\u2013{comparison.tokens_high:.2f}]"
-        tokens += f" ({comparison.tokens_trials_current} against {comparison.tokens_trials_earlier} trials)"
-    dollars = "dollars: no trial priced on both sides"
-    if comparison.dollars_ratio is not None:
-        dollars = f"dollars \u00d7{comparison.dollars_ratio:.2f}"
-        if shown and comparison.dollars_low is not None and comparison.dollars_high is not None:
-            dollars += f" [{comparison.dollars_low:.2f}\u2013{comparison.dollars_high:.2f}]"
-        dollars += f" ({comparison.dollars_trials_current} against {comparison.dollars_trials_earlier} trials)"
+    tokens = _ratio_text(
+        comparison, "tokens", "cost-equivalent tokens", "no trial with known usage on both sides", shown
+    )
+    dollars = _ratio_text(comparison, "dollars", "dollars", "no trial priced on both sides", shown)
     level = f"{100 * comparison.confidence:.0f}%"
     intervals = (
         f"Intervals: {level} for the section's {plural(comparison.family_size, 'interval')} together, "
@@ -122,3 +114,16 @@ def comparison_text(comparison: DefinitionComparison) -> str:
         f"({names_in_prose(comparison.tasks)}): {success}; {tokens}; {dollars}. "
         f"{comparison.note[0].upper()}{comparison.note[1:]}. {intervals} ({comparison.method})."
     )
+
+
+def _ratio_text(comparison: DefinitionComparison, metric: str, label: str, none: str, shown: bool) -> str:
+    """One ratio of the comparison (`metric` names its fields: tokens or dollars), current / earlier,
+    with its interval where intervals are shown and the trials on each side."""
+    ratio, low, high = (getattr(comparison, f"{metric}_{part}") for part in ("ratio", "low", "high"))
+    if ratio is None:
+        return f"{label}: {none}"
+    text = f"{label} \u00d7{ratio:.2f}"
+    if shown and low is not None and high is not None:
+        text += f" [{low:.2f}\u2013{high:.2f}]"
+    current, earlier = (getattr(comparison, f"{metric}_trials_{side}") for side in ("current", "earlier"))
+    return text + f" ({current} against {earlier} trials)"
