@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator
 
 __all__ = ["FileEvents"]
 
@@ -51,6 +51,28 @@ def _libc() -> ctypes.CDLL | None:
     libc.inotify_add_watch.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
     return libc
 
+
+def entries_below(top: str, device: int, skip: Container[str]) -> Iterator[tuple[str, int, bool, bool]]:
+    """Every file, folder and link below `top`: (path, bytes on disk, is a folder, entered), never
+    following a link, never entering another file system (`device` is top's) nor a folder in `skip`.
+    A folder is listed after the caller has seen it (entered: it will be)."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    is_folder = entry.is_dir(follow_symlinks=False)
+                    entered = is_folder and info.st_dev == device and entry.path not in skip
+                    yield entry.path, info.st_blocks * 512, is_folder, entered
+                    if entered:
+                        stack.append(entry.path)
+        except OSError:
+            continue
 
 class FileEvents:
     """Bytes on disk and entries under `folders` (never following a link, never entering another
@@ -190,24 +212,10 @@ class FileEvents:
 
     def _walk(self, top: str, device: int) -> None:
         """Count (and watch) what `top` holds, below it too."""
-        stack = [top]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(folder) as listing:
-                    for entry in listing:
-                        try:
-                            info = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        self.entries += 1
-                        size = info.st_blocks * 512
-                        self.bytes += size
-                        if entry.is_dir(follow_symlinks=False):
-                            if info.st_dev == device and entry.path not in self.skip:
-                                self._watch(entry.path)
-                                stack.append(entry.path)
-                        else:
-                            self._sizes[entry.path] = size
-            except OSError:
-                continue
+        for path, size, is_folder, entered in entries_below(top, device, self.skip):
+            self.entries += 1
+            self.bytes += size
+            if entered:
+                self._watch(path)  # before the walk lists it, so nothing made meanwhile is missed
+            elif not is_folder:
+                self._sizes[path] = size

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .file_events import FileEvents
+from .file_events import FileEvents, entries_below
 from .procfs import process_ids, stat_fields
 
 __all__ = ["Limits", "LimitWatch", "usage", "command_processes", "frozen_commands", "DEFAULT_LIMITS"]
@@ -84,22 +84,9 @@ def usage(folders: Iterable[str], skip: Iterable[str] = ()) -> tuple[int, int]:
             device = os.lstat(top).st_dev
         except OSError:
             continue
-        stack = [top]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(folder) as listing:
-                    for entry in listing:
-                        try:
-                            info = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        entries += 1
-                        total_bytes += info.st_blocks * 512
-                        if entry.is_dir(follow_symlinks=False) and info.st_dev == device and entry.path not in skipped:
-                            stack.append(entry.path)
-            except OSError:
-                continue
+        for _path, size, _is_folder, _entered in entries_below(top, device, skipped):
+            entries += 1
+            total_bytes += size
     return total_bytes, entries
 
 
