@@ -9,23 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from test_config import MINIMAL  # the smallest bench the loader accepts
+
 from pytest_benchcell.agent_result import AgentResult, note_stream_usage
 from pytest_benchcell.config import BenchConfigError, load_bench
 from pytest_benchcell.prices import RATE_KEYS, package_table, price_usage, pricing_text, usage_from_text
 
 ROOT = Path(__file__).resolve().parent.parent
-MINIMAL = """
-[bench]
-model = "claude-sonnet-4-5"
-
-[arms.cli]
-binaries = ["tracker"]
-
-[tasks.count]
-tier = "read"
-intent = "How many?"
-required_facts = ["5"]
-"""
 
 
 def write(tmp_path: Path, extra: str) -> Path:
