@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from .e_processes import TOKEN_LOG_RATIO_CLIP, TOKEN_PRIOR_VARIANCE, clip
-from .intervals import confidence_sequence, regularized_incomplete_beta
+from .intervals import confidence_sequence, t_tail
 
 _NORMAL = NormalDist()
 # A reading whose nominal level is below this claims nothing by the t test and its interval is the whole
@@ -75,12 +75,6 @@ def sign_tail(agreeing: int, nonzero: int) -> float:
         return math.fsum(math.comb(nonzero, k) for k in range(agreeing, nonzero + 1)) / 2.0**nonzero
     z = (2 * agreeing - nonzero - 1) / math.sqrt(nonzero)  # continuity-corrected beyond exact sums
     return _NORMAL.cdf(-z)
-
-
-def t_tail(statistic: float, df: float) -> float:
-    """P(T >= statistic) for Student's t with df degrees of freedom, precise far in the tail."""
-    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + statistic * statistic))
-    return tail if statistic >= 0 else 1.0 - tail
 
 
 @functools.lru_cache(maxsize=4096)

@@ -76,12 +76,24 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
     return 1.0 - math.exp(log_front) * _incomplete_beta_fraction(b, a, 1.0 - x) / b
 
 
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with df degrees of freedom: 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0."""
+def _t_beyond(t: float, df: float) -> float:
+    """P(T >= |t|) for Student's t with df degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2) / 2."""
     if df <= 0:
         raise ValueError(f"degrees of freedom must be > 0, got {df}")
-    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with df degrees of freedom: 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0."""
+    tail = _t_beyond(t, df)
     return 1.0 - tail if t >= 0 else tail
+
+
+def t_tail(statistic: float, df: float) -> float:
+    """P(T >= statistic), precise far in the upper tail (never 1 minus a probability there), where a
+    group-sequential test's early readings test at levels of 1e-15."""
+    tail = _t_beyond(statistic, df)
+    return tail if statistic >= 0 else 1.0 - tail
 
 
 @functools.lru_cache(maxsize=1024)
