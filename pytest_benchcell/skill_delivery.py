@@ -32,15 +32,21 @@ SKILLS_FOLDER = "skills"  # under CLAUDE_CONFIG_DIR: where the CLI discovers a u
 SKILL_FILES_LIMIT = 200  # files of a skill folder listed (a skill is a few files; a huge folder is a mistake)
 
 
+def split_frontmatter(text: str) -> tuple[str, str]:
+    """(the frontmatter block as written, from the first `---` line to the end of the second; what
+    follows it): ("", text) without one."""
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            return text[: end + 4], text[end + 4 :]
+    return "", text
+
+
 def frontmatter(text: str) -> dict[str, str]:
     """The `key: value` lines of a skill file's frontmatter (between the first two `---` lines)."""
-    if not text.startswith("---\n"):
-        return {}
-    end = text.find("\n---", 4)
-    if end == -1:
-        return {}
+    head, _ = split_frontmatter(text)
     fields: dict[str, str] = {}
-    for line in text[4:end].splitlines():
+    for line in head[4:-4].splitlines():
         key, colon, value = line.partition(":")
         if colon and key.strip() and not line.startswith((" ", "\t")):
             fields[key.strip()] = value.strip().strip("\"'")
@@ -49,11 +55,7 @@ def frontmatter(text: str) -> dict[str, str]:
 
 def frontmatter_text(text: str) -> str:
     """The frontmatter block as written (what a native delivery puts in context), '' without one."""
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            return text[: end + 4]
-    return ""
+    return split_frontmatter(text)[0]
 
 
 def skill_name(skill_file: Path, text: str) -> str:

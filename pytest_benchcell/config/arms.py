@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from ..names import PROGRAM_RULE, program_problem
-from ..skill_delivery import DELIVERIES, EMBED, NATIVE, frontmatter_text
+from ..skill_delivery import DELIVERIES, EMBED, NATIVE, frontmatter_text, split_frontmatter
 from .model import ARGUMENT_RULE_KEYS, BUILTIN_TOOLS, OPTION_NAME, URL_PREFIX, Arm, McpServer
 from .placeholders import PLACEHOLDER
 from .reader import _check_name, _Reader
@@ -219,9 +219,6 @@ def _probes(arm: _Reader, binaries: tuple[str, ...]) -> dict[str, str]:
 
 def _strip_frontmatter(text: str) -> str:
     # Claude Code loads a skill's frontmatter description ambiently; only the body is the arm's guide.
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            return text[end + 4 :].lstrip("\n")
-    return text
+    head, body = split_frontmatter(text)
+    return body.lstrip("\n") if head else text
 
