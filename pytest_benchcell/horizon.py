@@ -15,26 +15,37 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .sample import STATUS_RESCORE
+
 HORIZON_KEY = "horizon_pairs"  # in a sample's provenance
 _TAIL = 1 << 16  # bytes read from the end of a cell's file: a sample without its transcript fits
 
 
 def newest_sample(path: Path) -> dict[str, Any] | None:
-    """The last complete, readable line of a cell's samples file (None: no file, or no sample read)."""
+    """The newest trial of a cell's samples file: its last complete, readable line that is a trial's
+    sample, not a rescore record, which records no horizon (None: no file, or no trial read). The
+    file's end is read first; the whole file only when its end holds no trial."""
     try:
         with path.open("rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
-            handle.seek(max(0, size - _TAIL))
-            tail = handle.read()
+            for start in dict.fromkeys((max(0, size - _TAIL), 0)):
+                handle.seek(start)
+                found = _newest_trial(handle.read())
+                if found is not None:
+                    return found
     except OSError:
         return None
-    for line in reversed(tail.split(b"\n")):
+    return None
+
+
+def _newest_trial(chunk: bytes) -> dict[str, Any] | None:
+    for line in reversed(chunk.split(b"\n")):
         try:
             found = json.loads(line)
         except ValueError:  # a torn last line, or the cut first one: the one before
             continue
-        if isinstance(found, dict):
+        if isinstance(found, dict) and found.get("status") != STATUS_RESCORE:
             return found
     return None
 

@@ -17,7 +17,7 @@ from test_decide import DECIDE_BENCH, SELECT, store_cells
 from pytest_benchcell import statistics as stats
 from pytest_benchcell.allocation import plan_decisions
 from pytest_benchcell.config import BenchConfigError, parse_bench
-from pytest_benchcell.horizon import HORIZON_KEY, horizon_conflict, newest_sample
+from pytest_benchcell.horizon import HORIZON_KEY, horizon_conflict, newest_sample, recorded_horizons
 from pytest_benchcell.report import ReportSettings, build_report
 from pytest_benchcell.report.model import ReportError
 from pytest_benchcell.report.verdict_text import reading
@@ -138,6 +138,19 @@ def test_a_horizon_declared_once_pairs_exist_is_refused(pytester: pytest.Pyteste
         "[[]bench[]] store)*",
     ])  # fmt: skip
     assert "Traceback" not in result.stderr.str()
+
+
+def test_a_rescore_appended_after_the_last_trial_keeps_the_cells_recorded_horizon(tmp_path: Path) -> None:
+    """A rescore record is not a trial: it carries no horizon, and a cell whose newest line is one still
+    speaks with its newest trial's horizon (a sitting after `--bench-rescore` is not refused)."""
+    samples = cell_samples("a", "t", 3)
+    for sample in samples:
+        sample["provenance"][HORIZON_KEY] = 80
+    store = write_samples(tmp_path / "results", samples)
+    store.append({**samples[-1], "id": "r" * 32, "status": "rescore", "rescore_of": samples[-1]["id"],
+                  "outcome": "incorrect", "reason": "rescored", "provenance": {"scoring": "fp-new"}})  # fmt: skip
+    assert recorded_horizons([store], "real") == {"a x t": 80}
+    assert build_report(store, ReportSettings(horizon_pairs=80, resamples=100)).settings.horizon_pairs == 80
 
 
 def test_the_reports_settings_are_checked_against_the_recorded_horizon(tmp_path: Path) -> None:
