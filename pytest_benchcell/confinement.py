@@ -150,7 +150,13 @@ def confine(
         raise ConfinementError(f'{bench.path}: [bench] sandbox = "required", but {tool.reason}: {sandbox.INSTALL_HINT}')
     # The sandbox's launchers run between strace and the command's shell: the audit allows them there.
     launchers = tuple(path for path in (tool.prlimit, tool.nsenter, tool.bwrap) if path) if tool.available else ()
-    audit = exec_audit.ExecAudit(folder / "exec-audit", tracer, wrappers=launchers) if tracer.available else None
+    # A trial traces what ran and what it connected to; the pre-flight (`untraced`), which asks why a
+    # program fails in the sandbox, traces its opens too (exec_audit/tracer.py, OPEN_CALLS).
+    audit = (
+        exec_audit.ExecAudit(folder / "exec-audit", tracer, wrappers=launchers, opens=untraced, one_cpu=bench.exec_audit_cpus == "one")
+        if tracer.available
+        else None
+    )
     confinement = Confinement(arm, folder, env, folder / "claude-launcher", audit, tool)
     plan = None
     if tool.available:
@@ -169,7 +175,7 @@ def confine(
         def shell_prefix(path: Path, trace: str) -> Path:
             return sandbox.write_prefix(
                 path, tool, plan, confinement.network, trace=trace, shell=audit.shell if audit else "/bin/bash",
-                limits=bench.sandbox_limits,
+                limits=bench.sandbox_limits, pin=audit.pin_line() if audit and trace else "",
             )
 
         prefix = shell_prefix(folder / "shell-prefix", audit.trace_command() if audit else "")

@@ -5,6 +5,7 @@ a trial's real prefix (as a trial runs it, without the Claude CLI)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -20,17 +21,19 @@ needs_both = pytest.mark.skipif(
 )
 
 
-def _run_audited(root: Path, command: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """Run one command through the audited sandbox prefix: (the run, the text of each log)."""
+def _run_audited(root: Path, command: str, **audit_options: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run one command through the audited sandbox prefix, as a trial's (`audit_options` for its
+    ExecAudit): (the run, the text of each log)."""
     for name in ("cwd", "environment", "home"):
         (root / name).mkdir(parents=True)
     plan = sandbox.SandboxPlan(writable=(str(root / "cwd"), str(root / "environment")), readable=(), hidden=(str(root / "trial"),),
                                home=str(root / "home"), never=())  # fmt: skip
     network = sandbox.TrialNetwork(TOOL, root / "trial" / "network", []).start()
     try:
-        audit = ExecAudit(root / "trial" / "audit", TRACER, wrappers=(TOOL.bwrap, TOOL.nsenter, TOOL.prlimit))
+        audit = ExecAudit(root / "trial" / "audit", TRACER, wrappers=(TOOL.bwrap, TOOL.nsenter, TOOL.prlimit), **audit_options)
         prefix = sandbox.write_prefix(
-            root / "trial" / "prefix", TOOL, plan, network, trace=audit.trace_command(), shell=audit.shell, limits=DEFAULT_LIMITS
+            root / "trial" / "prefix", TOOL, plan, network, trace=audit.trace_command(), shell=audit.shell, limits=DEFAULT_LIMITS,
+            pin=audit.pin_line(),
         )
         done = subprocess.run([str(prefix), command], cwd=root / "cwd", capture_output=True, text=True, timeout=60)
         return done, [log.read_text() for log in sorted(audit.logs.iterdir())]
@@ -68,3 +71,37 @@ def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path) -> No
     log = parse_strace(text)
     shell = next(record for record in log.records if record.argv[1:2] == ("-c",))
     assert shell.pid in log.exits
+
+
+@needs_both
+@pytest.mark.parametrize("one_cpu", [True, False])
+def test_a_command_runs_on_one_cpu_with_its_tracer_unless_told_otherwise(tmp_path: Path, one_cpu: bool) -> None:
+    done, [text] = _run_audited(tmp_path / "run", "grep Cpus_allowed_list /proc/self/status", one_cpu=one_cpu)
+    allowed = done.stdout.split()[-1]
+    if one_cpu:
+        assert allowed.isdigit() and int(allowed) in os.sched_getaffinity(0), done
+    else:
+        assert _cpus(allowed) == os.sched_getaffinity(0), done
+    records = parse_strace(text).records
+    assert [Path(record.path).name for record in records][-2:] == ["bash", "grep"]  # taskset runs before strace: not a record
+    assert not any(Path(record.path).name == "taskset" for record in records)
+
+
+def _cpus(listed: str) -> set[int]:
+    """The CPUs of a list as /proc shows it: "0-3,6"."""
+    cpus: set[int] = set()
+    for part in listed.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+@needs_both
+def test_a_trial_traces_its_connects_and_the_preflight_its_opens_as_well(tmp_path: Path) -> None:
+    command = "cat /etc/hostname > /dev/null; (exec 3<>/dev/tcp/127.0.0.1/9) 2> /dev/null; true"
+    for opens, calls in ((False, {"connect"}), (True, {"openat", "connect"})):
+        done, [text] = _run_audited(tmp_path / str(opens), command, opens=opens)
+        accesses = parse_strace(text).accesses
+        assert {access.call for access in accesses if access.call != "execve"} == calls, done
+        refused = [access for access in accesses if access.call == "connect"]
+        assert [(access.target, access.result) for access in refused] == [("127.0.0.1:9", "ECONNREFUSED")]

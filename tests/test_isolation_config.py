@@ -109,6 +109,13 @@ def test_exec_audit_mode_is_checked(tmp_path: Path) -> None:
         load_bench(bench_file(tmp_path, bench_extra='exec_audit = "always"'))
 
 
+def test_exec_audit_cpus_is_checked(tmp_path: Path) -> None:
+    assert load_bench(bench_file(tmp_path)).exec_audit_cpus == "one"
+    assert load_bench(bench_file(tmp_path, bench_extra='exec_audit_cpus = "all"')).exec_audit_cpus == "all"
+    with pytest.raises(BenchConfigError, match=r'\[bench\] exec_audit_cpus has value \'2\'; allowed: "one", "all"'):
+        load_bench(bench_file(tmp_path, bench_extra='exec_audit_cpus = "2"'))
+
+
 # --- what a sitting says about the execution audit --------------------------------------------
 
 SITTING = """

@@ -627,37 +627,34 @@ def test_a_program_failing_on_a_hidden_file_mid_trial_is_not_scored_against_the_
     (sample,) = samples(pytester, "reports")
     assert (sample["status"], sample["outcome"]) == ("error", None)
     summary = pytester.path / "data" / "summary.txt"
+    # A trial does not trace opens (the pre-flight does): the program's own words name the file.
+    error = f"FileNotFoundError: [Errno 2] No such file or directory: '{summary}'"
     (blocked,) = sample["sandbox_blocked"]
-    assert blocked.pop("said").endswith(f"FileNotFoundError: [Errno 2] No such file or directory: '{summary}'")
+    assert blocked.pop("said").endswith(error)
     assert blocked == {
-        "program": "reports", "call": "openat", "target": str(summary), "error": "ENOENT", "ended": "exited with 1",
+        "program": "reports", "call": "output", "target": str(summary), "error": error, "ended": "exited with 1",
         "command": "reports summary", "why": "the bench folder is hidden but for what the arm declares",
         "remedy": 'declare [arms.reports] readable = ["data/summary.txt"]',
     }  # fmt: skip
-    assert sample["reason"].startswith(
-        f"sandbox: reports could not open {summary} (the bench folder is hidden but for what the arm declares) and "
-        f'exited with 1; declare [arms.reports] readable = ["data/summary.txt"]; the trial would have been incorrect: '
+    found = (
+        f"reports could not find {summary} (the bench folder is hidden but for what the arm declares; it said: {error}) "
+        'and exited with 1; declare [arms.reports] readable = ["data/summary.txt"]'
     )
+    assert sample["reason"].startswith(f"sandbox: {found}; the trial would have been incorrect: ")
     assert sample["reason"].endswith("which the harness caused, so it is not counted for or against the arm")
-    result.stdout.fnmatch_lines(["ERROR bench.toml::reports-count-t1 - error: sandbox: reports could not open *"])
-    result.stdout.fnmatch_lines([
-        "reports x count: 1 recorded this sitting (0 passed, 0 failed, 0 invalid, 1 errors)",
-        "    sandbox: in 1 trial it kept the arm's own program from what it needs (errors, never counted for or against "
-        "the arm):",
-        f"        reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited "
-        'with 1; declare [arms.reports] readable = ["data/summary.txt"]',
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(["ERROR bench.toml::reports-count-t1 - error: sandbox: reports could not find *"])
+    assert result.stdout.lines.index(f"        {found}") == result.stdout.lines.index(
+        "    sandbox: in 1 trial it kept the arm's own program from what it needs (errors, never counted for or against the arm):"
+    ) + 1
+    result.stdout.fnmatch_lines(["reports x count: 1 recorded this sitting (0 passed, 0 failed, 0 invalid, 1 errors)"])
     report = pytester.runpytest("--bench-report", "--bench-scripted", "--bench-arm", "reports", "--bench-report-json", "r.json")
     report.stdout.fnmatch_lines([
         "*reports \u00d7 count: the harness broke 1 trial (#1), counted as errors, never for or against the arm: the "
-        f"sandbox kept the arm's own program from what it needs (reports could not open {summary}*",
+        f"sandbox kept the arm's own program from what it needs (reports could not find {summary}*",
     ])  # fmt: skip
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
     assert cell["harness_broke"] == [1]
-    assert cell["failures"][0]["sandbox_blocked"] == [
-        f"reports could not open {summary} (the bench folder is hidden but for what the arm declares) and exited with 1; "
-        'declare [arms.reports] readable = ["data/summary.txt"]'
-    ]
+    assert cell["failures"][0]["sandbox_blocked"] == [found]
 
 
 # --- the example bench: a false refusal is as wrong as an escape --------------------------------

@@ -27,6 +27,7 @@ import pytest
 
 from pytest_benchcell.isolation import sandbox
 from pytest_benchcell.isolation.limits import CommandProcess, frozen_commands, usage
+from pytest_benchcell.isolation.exec_audit import find_tracer
 from pytest_benchcell.isolation.sandbox import Endpoint, SandboxPlan, bwrap_arguments, parse_endpoint
 
 TOOL = sandbox.find_sandbox()
@@ -688,6 +689,19 @@ def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exe
     assert not problems, "\n".join(problems)
     if exec_audit == "auto" and sample["provenance"]["exec_audit"].startswith("on"):
         assert sample["exec_audit"]["programs"] >= 3  # the audit really watched
+
+
+@pytest.mark.e2e
+@needs_sandbox
+@pytest.mark.skipif(not find_tracer().available or len(os.sched_getaffinity(0)) < 2, reason="needs the audit and two CPUs")
+@pytest.mark.parametrize(("setting", "one_cpu"), [("", True), ('exec_audit_cpus = "all"', False)])
+def test_an_audited_trials_commands_run_on_one_cpu_unless_the_bench_says_all(pytester: pytest.Pytester, setting: str, one_cpu: bool) -> None:
+    _corpus_bench(pytester, {"cpus": "grep Cpus_allowed_list /proc/self/status"}, exec_audit="auto", extra=setting)
+    result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
+    sample = _samples(pytester)["cpus"]
+    assert sample["provenance"]["exec_audit"].startswith("on"), result.stdout.str()[-2000:]
+    allowed = sample["tool_calls"][0]["output"].split()[-1]
+    assert allowed.isdigit() if one_cpu else not allowed.isdigit(), sample["tool_calls"][0]
 
 
 LIMITED = """

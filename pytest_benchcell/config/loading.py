@@ -15,6 +15,7 @@ from ..prices import package_table
 from .arms import _parse_arm
 from .model import (
     DEFAULT_EXEC_AUDIT,
+    DEFAULT_EXEC_AUDIT_CPUS,
     DEFAULT_FLOOR,
     DEFAULT_MCP_TIMEOUT_MS,
     DEFAULT_READY_TIMEOUT_MS,
@@ -26,6 +27,7 @@ from .model import (
     DEFAULT_TURN_CAP,
     DEFAULT_WALL_CLOCK_MS,
     DEFAULT_WEIGHTS,
+    EXEC_AUDIT_CPUS,
     EXEC_AUDIT_MODES,
     MIN_MCP_TIMEOUT_MS,
     SANDBOX_LIMIT_KEYS,
@@ -80,7 +82,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
     bench = _Reader(file, "bench", top.require("bench"))
     bench.only(
         "name", "model", "store", "trials", "floor", "turn_cap", "wall_clock_ms",
-        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "sandbox", "mcp_timeout_ms",
+        "base_prompt", "tiers", "secrets", "ready_timeout_ms", "exec_audit", "exec_audit_cpus", "sandbox", "mcp_timeout_ms",
         "comparisons", "smallest_effect", *SANDBOX_LIMIT_KEYS, "api_stall_ms", "stop_after_api_failures",
         "stop_after_blocked", "horizon_pairs",
     )  # fmt: skip
@@ -152,6 +154,7 @@ def parse_bench(file: Path, document: dict[str, Any]) -> Bench:
         ready_timeout_ms=bench.integer("ready_timeout_ms", DEFAULT_READY_TIMEOUT_MS),
         state_policy=state_policy,
         exec_audit=exec_audit,
+        exec_audit_cpus=bench.choice("exec_audit_cpus", DEFAULT_EXEC_AUDIT_CPUS, EXEC_AUDIT_CPUS),
         sandbox=sandbox,
         mcp_timeout_ms=bench.integer("mcp_timeout_ms", DEFAULT_MCP_TIMEOUT_MS, minimum=MIN_MCP_TIMEOUT_MS),
         comparisons=comparisons,

@@ -47,6 +47,10 @@ DEFAULT_WEIGHTS = {"fresh_input": 1.0, "cache_write": 1.25, "cache_read": 0.1, "
 # every sample say whether it ran), "required" refuses a sitting without it, "off" never runs it.
 EXEC_AUDIT_MODES = ("auto", "required", "off")
 DEFAULT_EXEC_AUDIT = "auto"
+# Where an audited command runs: "one" CPU with its strace (a stop of the tracee then costs a task
+# switch, not a wake-up of another CPU), or "all" (a command that builds in parallel keeps every CPU).
+EXEC_AUDIT_CPUS = ("one", "all")
+DEFAULT_EXEC_AUDIT_CPUS = "one"
 # The sandbox (isolation/sandbox/): the same three modes. "auto" runs every Bash command in
 # bubblewrap where it can and says so; "required" refuses a sitting without it (for published numbers).
 SANDBOX_MODES = ("auto", "required", "off")
@@ -179,6 +183,7 @@ class Bench:
     ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
     state_policy: Mapping[str, Any] = field(default_factory=dict)  # [checker] table, for checker.StatePolicy
     exec_audit: str = DEFAULT_EXEC_AUDIT  # auto | required | off
+    exec_audit_cpus: str = DEFAULT_EXEC_AUDIT_CPUS  # one | all
     sandbox: str = DEFAULT_SANDBOX  # auto | required | off
     mcp_timeout_ms: int = DEFAULT_MCP_TIMEOUT_MS  # the CLI's wait for MCP servers (isolation/tool_offer.py)
     # Pairs of arms whose comparison matters (`--bench-fill decide`); () = every pair of arms.

@@ -31,11 +31,17 @@ class ExecAudit:
         shell: str | None = None,
         launcher: Sequence[str] = (),
         wrappers: Iterable[str] = (),
+        *,
+        opens: bool = True,
+        one_cpu: bool = True,
     ) -> None:
         """`launcher`: an argv put between strace and the shell (a sandbox: `nsenter ... -- bwrap ...`);
         `wrappers`: the programs it executes before the shell (names or paths), allowed above the
-        shell as the harness's own."""
+        shell as the harness's own. `opens`: trace the opens too (the pre-flight's question), not
+        only the connects. `one_cpu`: keep each command and its strace on one CPU (`pin_line`)."""
         self.folder = folder
+        self.opens = opens
+        self.one_cpu = one_cpu and bool(tracer.taskset)
         self.logs = folder / "logs"
         self.tracer = tracer
         self.shell = os.path.realpath(shell or shutil.which("bash") or "/bin/bash")
@@ -48,15 +54,30 @@ class ExecAudit:
             f"#!{bash}\n"
             "# The execution audit (pytest-benchcell): the Claude CLI runs every Bash command as\n"
             '# `PREFIX "<wrapped command>"`; this runs it under strace, one log per command.\n'
-            f'exec {self.trace_command()} {between}{shlex.quote(bash)} -c "$1"\n'
+            f"{self.pin_line() or 'pin=()'}\n"
+            f'exec "${{pin[@]}}" {self.trace_command()} {between}{shlex.quote(bash)} -c "$1"\n'
         )
         self.prefix.chmod(0o755)
 
     def trace_command(self) -> str:
         """strace with its options and this command's own log (a shell fragment: the log's name is
         computed by the prefix's shell, one per command)."""
-        strace = " ".join(shlex.quote(part) for part in (self.tracer.program, *self.tracer.options()))
+        strace = " ".join(shlex.quote(part) for part in (self.tracer.program, *self.tracer.options(opens=self.opens)))
         return f'{strace} -o {shlex.quote(str(self.logs))}/"${{EPOCHREALTIME/[.,]/}}-$$.log"'
+
+    def pin_line(self) -> str:
+        """A line for the prefix's shell that sets the array `pin` to `taskset -c CPU`, CPU being the
+        one the prefix runs on (field 39 of /proc/PID/stat, counted after the command's name), for the
+        prefix to exec through; "" when commands may use every CPU. strace stops a tracee at each
+        traced call and at each program start; with both on one CPU a stop costs a task switch, where
+        waking a tracer on another, idle CPU costs far more (a Python CLI behind a version-manager
+        shim: 1.57x its bare time on one CPU, 3.2x spread; benchmarks/command_cost.py). The kernel
+        picked that CPU for the prefix a moment ago, so concurrent commands spread as they would. The
+        price: a command's own threads and processes share that CPU (`[bench] exec_audit_cpus`)."""
+        if not self.one_cpu:
+            return ""
+        taskset = shlex.quote(self.tracer.taskset)
+        return f'pin=(); read -r stat < /proc/$$/stat && stat=(${{stat##*) }}) && pin=({taskset} -c "${{stat[36]}}")'
 
     def environment(self) -> dict[str, str]:
         return {"CLAUDE_CODE_SHELL_PREFIX": str(self.prefix)}

@@ -220,9 +220,17 @@ class _Reader:
         self.skip()
         if not self.text.startswith('"', self.at):
             return None, False
+        text = self.text
+        end = text.find('"', self.at + 1)
+        if end >= 0 and text.find("\\", self.at + 1, end) < 0:  # no escape: the text as it stands (most strings)
+            value = text[self.at + 1 : end]
+            self.at = end + 1
+            truncated = text.startswith("...", self.at)
+            if truncated:
+                self.at += 3
+            return value, truncated
         out = bytearray()
         i = self.at + 1
-        text = self.text
         while i < len(text) and text[i] != '"':
             char = text[i]
             if char == "\\" and i + 1 < len(text):

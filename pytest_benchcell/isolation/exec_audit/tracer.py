@@ -4,6 +4,7 @@ one traced run (the pre-flight's calibration and the learned helpers' probe)."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -25,8 +26,13 @@ TRACED_CALLS = "execve,execveat,fork,vfork,clone,clone3"
 # The calls that show what a program could not reach (a file the sandbox hides, an endpoint it
 # refuses): traced too where this strace knows them. strace filters by status for every call or
 # none, so successful opens are logged as well; stat and access calls are left out (the commonest
-# calls, and a missing module or file is also met as a failing open).
-ACCESS_CALLS = "open,openat,connect"
+# calls, and a missing module or file is also met as a failing open). Opens are most of what a
+# program's start-up calls (a Python CLI behind a version-manager shim: 1,500), each a stop of the
+# tracee: only the pre-flight, which asks why a program fails in the sandbox, traces them; a trial
+# traces connects (few) and reads what a failed program could not find from its output.
+OPEN_CALLS = "open,openat"
+CONNECT_CALLS = "connect"
+ACCESS_CALLS = f"{OPEN_CALLS},{CONNECT_CALLS}"
 MAX_STRING = 65536  # strace's -s: strings (and the number of argv entries) printed before "..."
 STRACE_OPTIONS = ("-f", "-q", "-e", "signal=none", "-s", str(MAX_STRING))
 CALIBRATION_TIMEOUT_S = 20.0
@@ -43,9 +49,12 @@ class Tracer:
     # the child's pid there; strace then adds the pid the log uses, which ties the child to its parent
     pidns_translation: bool = False
     accesses: bool = False  # whether ACCESS_CALLS are traced too (what programs could not open or reach)
+    taskset: str = ""  # util-linux's taskset, which keeps a command and its tracer on one CPU ("" when absent)
 
-    def options(self) -> tuple[str, ...]:
-        calls = f"{TRACED_CALLS},{ACCESS_CALLS}" if self.accesses else TRACED_CALLS
+    def options(self, opens: bool = True) -> tuple[str, ...]:
+        """strace's options; `opens`: the opens as well as the connects (where this strace traces accesses)."""
+        accesses = ACCESS_CALLS if opens else CONNECT_CALLS
+        calls = f"{TRACED_CALLS},{accesses}" if self.accesses else TRACED_CALLS
         return (
             *STRACE_OPTIONS,
             "-e",
@@ -70,10 +79,11 @@ def find_tracer() -> Tracer:
     if program is None:
         return Tracer(False, reason="strace is not installed")
     version = _strace_version(program)
+    taskset = os.path.realpath(shutil.which("taskset") or "") if shutil.which("taskset") else ""
     for seccomp in (True, False):
         for pidns in (True, False):
             for accesses in (True, False):
-                tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns, accesses=accesses)
+                tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns, accesses=accesses, taskset=taskset)
                 if _trace_works(tracer):
                     return tracer
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")

@@ -37,12 +37,14 @@ def write_prefix(
     trace: str = "",
     shell: str = "/bin/bash",
     limits: Limits | None = None,
+    pin: str = "",
 ) -> Path:
     """The trial's CLAUDE_CODE_SHELL_PREFIX: drop the credentials, then run the command in its shell,
     under `trace` (the execution audit's strace command, a shell fragment) when given and inside the
     sandbox when `tool` is available, within `limits`. Without the sandbox it still drops the
     credentials. The seccomp filter, and as root the passwd and group files naming SANDBOX_UID,
-    are written beside the prefix (in the trial's own folder, which no command sees)."""
+    are written beside the prefix (in the trial's own folder, which no command sees). `pin`: a line
+    that sets the array `pin` to the words the whole command runs through (ExecAudit.pin_line)."""
     shell = os.path.realpath(shell)
     lines = [
         f"#!{shell}",
@@ -50,6 +52,8 @@ def write_prefix(
         "unset " + " ".join(CREDENTIAL_VARIABLES),
     ]
     words = [trace] if trace else []
+    if pin:
+        lines.append(pin)
     redirections = []
     sandboxed = tool is not None and tool.available and plan is not None and network is not None
     own_pid_namespace = bool(sandboxed and trace and tool is not None and tool.unshare)
@@ -99,7 +103,7 @@ def write_prefix(
         words += [shlex.join([*entered, tool.bwrap, *bwrap])]
         words += ['"${aliases[@]}" "${share[@]}" --chdir "$PWD"']
     words += [shlex.quote(shell), '-c "$1"', *redirections]
-    lines.append("exec " + " ".join(words))
+    lines.append("exec " + " ".join(['"${pin[@]}"'] * bool(pin) + words))
     path.write_text("\n".join(lines) + "\n")
     path.chmod(0o755)
     return path
