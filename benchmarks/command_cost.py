@@ -2,13 +2,15 @@
 Python it measures (`python benchmarks/command_cost.py RUNS LOADED`).
 
 A bare `bash -c COMMAND` against the same through the trial's prefix with the sandbox alone and with
-the sandbox under the execution audit (the full prefix, its log then parsed as the audit reads it),
+the sandbox under the execution audit (the full prefix as a trial writes it, its log then parsed as the
+audit reads it),
 alternating, for `git --version` and the example's `tracker list` against a tracker service started
 here (the sandbox's network namespace relays its port, its bench/bin and bench/tracker shown).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import statistics
@@ -54,13 +56,16 @@ def measure(runs: int, loaded: bool) -> list[str]:
         shutil.copytree(ROOT / "bench" / "tracker", root / "bench" / "tracker", dirs_exist_ok=True)
         cwd = root / "trial" / "cwd"
         network = sandbox.TrialNetwork(tool, root / "net", [sandbox.Endpoint("127.0.0.1", tracker.port)]).start()
-        audit = ExecAudit(root / "audit", tracer)
+        # As a trial's (confinement.confine): no opens, one CPU; an older checkout has neither choice.
+        trial_options = {"opens": False} if "opens" in inspect.signature(ExecAudit).parameters else {}
+        audit = ExecAudit(root / "audit", tracer, **trial_options)
+        pin = {"pin": audit.pin_line()} if trial_options else {}
         variants = {
             "bare": (None, None),
             "sandbox": (sandbox.write_prefix(root / "p-sandbox", tool, plan, network, limits=DEFAULT_LIMITS), None),
             "audited": (
                 sandbox.write_prefix(root / "p-audit", tool, plan, network, trace=audit.trace_command(), shell=audit.shell,
-                                     limits=DEFAULT_LIMITS),  # fmt: skip
+                                     limits=DEFAULT_LIMITS, **pin),  # fmt: skip
                 audit.logs,
             ),
         }

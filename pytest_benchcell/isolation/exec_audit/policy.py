@@ -122,11 +122,18 @@ def is_program(record: ExecRecord, program: str, paths: frozenset[str]) -> bool:
     (the arm's name or a file name of the program) in both the path and argv[0], because a
     multi-call binary (busybox, a single-binary coreutils) is a different program under each name.
     """
-    names = {program, *(Path(path).name for path in paths)}
-    if Path(record.path).name not in names or (record.argv and Path(record.argv[0]).name not in names):
+    names = _names(program, paths)
+    if os.path.basename(record.path) not in names or (record.argv and os.path.basename(record.argv[0]) not in names):
         return False
     real = _real(record.path)
     return _same_file(real, paths) or any(_same_bytes(real, path) for path in paths)
+
+
+@functools.lru_cache(maxsize=1024)
+def _names(program: str, paths: frozenset[str]) -> frozenset[str]:
+    """A program's names: the arm's name for it and the file names of its files (checked for every
+    record against every program of the arm, so computed once)."""
+    return frozenset({program, *(os.path.basename(path) for path in paths)})
 
 
 def _same_file(real: str, paths: frozenset[str]) -> bool:

@@ -109,11 +109,14 @@ def parse_strace(text: str, log: str = "") -> StraceLog:
             value = int(translated.group(1))
         failure = (result.group(2) or "failed") if result and value < 0 else "ok"
         if name in ("execve", "execveat"):
-            parsed = _exec_arguments(call, name)
-            if parsed is not None and value == 0:
-                execs.append((position, pid, *parsed))
-            elif parsed is not None and result is not None:  # a failed exec: a PATH search, or a hidden file
-                reached.append((position, pid, name, parsed[0], failure))
+            if value == 0:
+                parsed = _exec_arguments(call, name)
+                if parsed is not None:
+                    execs.append((position, pid, *parsed))
+            elif result is not None:  # a failed exec (a PATH search, or a hidden file): its path is enough
+                path = _exec_path(call, name)
+                if path is not None:
+                    reached.append((position, pid, name, path, failure))
         elif name in ("open", "openat", "connect"):
             target = _access_target(call, name)
             if target is not None and result is not None:
@@ -183,19 +186,30 @@ def _access_target(call: str, name: str) -> str | None:
 
 def _exec_arguments(call: str, name: str) -> tuple[str, tuple[str, ...], bool] | None:
     """(path, argv, truncated) from `execve("/p", ["a", "b"], ...)` or `execveat(fd, "p", [...], ...)`."""
+    reader = _exec_reader(call, name)
+    path, truncated = reader.string() if reader is not None else (None, False)
+    if reader is None or path is None:
+        return None
+    reader.expect(",")
+    argv, cut = reader.string_list()
+    return path, tuple(argv), truncated or cut
+
+
+def _exec_path(call: str, name: str) -> str | None:
+    """The path an exec names (without reading its argv)."""
+    reader = _exec_reader(call, name)
+    return reader.string()[0] if reader is not None else None
+
+
+def _exec_reader(call: str, name: str) -> _Reader | None:
+    """A reader at an exec's path argument (execveat's comes after its folder)."""
     at = call.index("(") + 1
     if name == "execveat":
         comma = call.find(",", at)
         if comma < 0:
             return None
         at = comma + 1
-    reader = _Reader(call, at)
-    path, truncated = reader.string()
-    if path is None:
-        return None
-    reader.expect(",")
-    argv, cut = reader.string_list()
-    return path, tuple(argv), truncated or cut
+    return _Reader(call, at)
 
 
 class _Reader:

@@ -63,6 +63,14 @@ class Tracer:
             *(("--pidns-translation",) if self.pidns_translation else ()),
         )
 
+    def on_this_cpu(self) -> list[str]:
+        """`taskset -c CPU`, the CPU this process runs on, for a traced run (ExecAudit.pin_line says
+        why); [] without taskset."""
+        if not self.taskset:
+            return []
+        with open("/proc/self/stat") as stat:
+            return [self.taskset, "-c", stat.read().rsplit(")", 1)[1].split()[36]]
+
     def describe(self) -> str:
         """One line for the pytest header and the sample's provenance."""
         if not self.available:
@@ -127,10 +135,11 @@ def _trace(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
 ) -> tuple[int, list[ExecRecord]] | None:
-    """Run argv once under the tracer: (exit status, records), or None when it could not run or left no log."""
+    """Run argv once under the tracer, on one CPU with it as a trial's commands run: (exit status,
+    records), or None when it could not run or left no log."""
     with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
         log = Path(folder) / "log"
-        command = [tracer.program, *tracer.options(), "-o", str(log), *argv]
+        command = [*tracer.on_this_cpu(), tracer.program, *tracer.options(opens=False), "-o", str(log), *argv]
         try:
             done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
         except (OSError, subprocess.SubprocessError):
