@@ -26,6 +26,7 @@ from .options import STORE_ALLOWED, _store_source
 from .planning import _preflight
 
 if TYPE_CHECKING:
+    from ..agent import SdkImport
     from ..sitting import SittingState
 
 class SittingPlugin:
@@ -35,6 +36,7 @@ class SittingPlugin:
         self.state = state
         self.config = config
         self.invalid: list[str] = []  # "INVALID nodeid - reason" lines for the summary
+        self.sdk_import: SdkImport | None = None  # the SDK's import while the sitting starts
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         state = self.state
@@ -79,11 +81,15 @@ class SittingPlugin:
         arms: dict[str, str] = {}
         for item in selected:
             arms.setdefault(item.planned.arm, item.planned.task)
+        if any(state.bench.arms[arm].mcp_servers for arm in arms):
+            self.wait_for_sdk()  # the pre-flight speaks MCP: one thread imports `mcp` at a time
         try:
             state.extra["notes"] += _preflight(self.config, state.bench, arms, state.model_kind)
         except pytest.UsageError:
             state.extra["refused"] = True  # nothing ran: no sitting summary under the refusal
             raise
+        finally:
+            self.wait_for_sdk()
         try:
             reserved = reserve_selected(
                 state.store, state.model_kind, [item.planned for item in selected], state.sitting_id
@@ -110,6 +116,7 @@ class SittingPlugin:
         pytest-rerunfailures' implementation can loop over it; timeouts and other wrappers still apply."""
         if not isinstance(item, TrialItem):
             return None
+        self.wait_for_sdk()
         worker = self.config.pluginmanager.get_plugin("benchcell-xdist-worker")
         stop = worker.stop_requested() if worker is not None else None
         if stop is not None:  # the controller stopped the sitting: this trial, already handed out, does not run
@@ -264,11 +271,19 @@ class SittingPlugin:
             self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         runs_trials_here = not session.config.pluginmanager.hasplugin("dsession")  # not an xdist controller
         if self.state.reserved and self.state.trials and runs_trials_here:
-            # The SDK (and the `mcp` it pulls in) is imported now, outside any trial: an interrupt
-            # landing inside a half-done import would break every later trial of the sitting.
-            from ..agent import import_sdk
+            # The SDK (and the `mcp` it pulls in) is imported now, outside any trial, on a thread
+            # of its own beside collection and the pre-flight (agent.SdkImport); waited for before
+            # the pre-flight imports `mcp` itself and before the first trial.
+            from ..agent import SdkImport
 
-            import_sdk()
+            self.sdk_import = SdkImport()
+
+    def wait_for_sdk(self) -> None:
+        """The SDK's import done (agent.SdkImport), or what it raised."""
+        sdk_import = self.sdk_import
+        if sdk_import is not None:
+            self.sdk_import = None
+            sdk_import.wait()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         previous = getattr(self, "_previous_sigterm", None)
