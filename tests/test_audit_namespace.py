@@ -105,3 +105,18 @@ def test_a_trial_traces_its_connects_and_the_preflight_its_opens_as_well(tmp_pat
         assert {access.call for access in accesses if access.call != "execve"} == calls, done
         refused = [access for access in accesses if access.call == "connect"]
         assert [(access.target, access.result) for access in refused] == [("127.0.0.1:9", "ECONNREFUSED")]
+
+
+def test_without_taskset_commands_are_not_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from pytest_benchcell.isolation.exec_audit.tracer import _working_taskset
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without taskset
+    assert _working_taskset() == ""
+    monkeypatch.undo()
+    audit = ExecAudit(tmp_path / "audit", replace(TRACER, taskset=""))
+    assert audit.pin_line() == ""
+    if TRACER.available:
+        done = subprocess.run([str(audit.prefix), "grep Cpus_allowed_list /proc/self/status"], capture_output=True, text=True, timeout=60)
+        assert _cpus(done.stdout.split()[-1]) == os.sched_getaffinity(0), done

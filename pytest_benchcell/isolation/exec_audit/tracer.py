@@ -87,7 +87,7 @@ def find_tracer() -> Tracer:
     if program is None:
         return Tracer(False, reason="strace is not installed")
     version = _strace_version(program)
-    taskset = os.path.realpath(shutil.which("taskset") or "") if shutil.which("taskset") else ""
+    taskset = _working_taskset()
     for seccomp in (True, False):
         for pidns in (True, False):
             for accesses in (True, False):
@@ -95,6 +95,20 @@ def find_tracer() -> Tracer:
                 if _trace_works(tracer):
                     return tracer
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
+
+
+def _working_taskset() -> str:
+    """util-linux's taskset where it may set a program's CPU here (a container may refuse it), else ""."""
+    found = shutil.which("taskset")
+    if found is None:
+        return ""
+    taskset = os.path.realpath(found)
+    try:
+        done = subprocess.run([*Tracer(True, taskset=taskset).on_this_cpu(), shutil.which("true") or "/bin/true"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return taskset if done.returncode == 0 else ""
 
 
 def audit_state(mode: str, *, watches_bash: bool, no_bash: str) -> Tracer:
