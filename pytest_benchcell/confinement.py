@@ -157,6 +157,8 @@ def confine(
         if tracer.available
         else None
     )
+    if audit is not None and "Bash" in arm.tools:
+        audit.start_policy(arm.binaries, search_path(arm), arm.probes)  # the probes run beside the trial
     confinement = Confinement(arm, folder, env, folder / "claude-launcher", audit, tool)
     plan = None
     if tool.available:

@@ -286,6 +286,11 @@ class SittingPlugin:
             sdk_import.wait()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        import sys
+
+        audit_policy = sys.modules.get("pytest_benchcell.isolation.exec_audit.policy")
+        if audit_policy is not None:  # a probe started beside a trial or the pre-flight leaves nothing running
+            audit_policy.finish_learning()
         previous = getattr(self, "_previous_sigterm", None)
         if previous is not None:
             import signal

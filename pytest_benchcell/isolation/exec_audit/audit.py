@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...leftovers import read_folder
 from .failures import FailedRun, FailureJudge, command_of_log, failed_runs, program_failures
-from .policy import ExecLeak, ExecPolicy, _chain, _check, _real, _under_wrappers_only, learned_helpers
+from .policy import ExecLeak, ExecPolicy, _chain, _check, _real, _under_wrappers_only, learned_helpers, start_learning
 from .strace_log import ExecRecord, StraceLog, parse_strace
 from .tracer import Tracer
 
@@ -122,8 +122,7 @@ class ExecAudit:
             real = shutil.which(name, path=search_path)
             real = os.path.realpath(real) if real else None
             programs[name] = frozenset({os.path.realpath(bin_dir / name), *([real] if real else [])})
-            probe = shlex.split((probes or {}).get(name, "")) or [name, "--version"]
-            learned[name] = learned_helpers(name, probe, search_path, self.tracer)
+            learned[name] = learned_helpers(name, _probe_argv(name, probes), search_path, self.tracer)
         helpers = {name: frozenset(programs_) for name, programs_ in declared_helpers.items()}
         linked = {
             name: frozenset({os.path.realpath(bin_dir / name)})
@@ -132,6 +131,12 @@ class ExecAudit:
         }
         cli_paths = frozenset({os.path.realpath(cli)}) if cli else frozenset()
         return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths, learned, self.wrappers)
+
+    def start_policy(self, binaries: Iterable[str], search_path: str, probes: Mapping[str, str] | None = None) -> None:
+        """Start learning what each binary's start-up runs (`policy` waits for it), so the probes run
+        beside the trial instead of after it."""
+        for name in binaries:
+            start_learning(name, _probe_argv(name, probes), search_path, self.tracer)
 
     def report(self, policy: ExecPolicy, commands_ran: int = 0, judge: FailureJudge | None = None) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
@@ -169,6 +174,11 @@ class ExecAudit:
         refusals = tuple(f"{name}: {why}" for name, why in sorted(refused.items()))
         programs = sum(len(log.records) for log in per_command)
         return ExecReport(len(per_command), programs, leaks, missing, damaged, refusals, tuple(blocked.values()), tuple(runs))
+
+
+def _probe_argv(binary: str, probes: Mapping[str, str] | None) -> list[str]:
+    """The command whose start-up shows a binary's helpers: the arm's `probe`, or `BINARY --version`."""
+    return shlex.split((probes or {}).get(binary, "")) or [binary, "--version"]
 
 
 BLOCKED_LIMIT = 20  # harness-caused failures kept per trial (each distinct program and target once)

@@ -9,7 +9,9 @@ import os
 import shlex
 import shutil
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -234,15 +236,52 @@ def learned_helpers(program: str, probe: Sequence[str], search_path: str, tracer
     bash, pyenv and readlink it starts before the real python3. The probe runs in an empty folder
     with an empty HOME, stdin closed, and the variables a trial's commands keep (locale, terminal),
     so it sees the start-up a trial's command will have. Cached per sitting by the binary's real
-    path, the probe and the search path.
+    path, the probe and the search path; `start_learning` starts it early.
     """
+    return _probe(program, probe, search_path, tracer).result()
+
+
+def start_learning(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> None:
+    """Start `learned_helpers` for a binary on a thread of its own, so its probe runs while the
+    trial does (or while the pre-flight does, before the first trial) instead of after it."""
+    _probe(program, probe, search_path, tracer)
+
+
+_PROBES: dict[tuple[str, tuple[str, ...], str, Tracer], Future[frozenset[str]]] = {}
+_PROBES_LOCK = threading.Lock()
+
+
+def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> Future[frozenset[str]]:
+    """The probe of a binary's start-up, started once per process and key (the sitting's cache)."""
     real = shutil.which(program, path=search_path)
     if real is None or not tracer.available:
-        return frozenset()
-    return _probe_startup(os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
+        done: Future[frozenset[str]] = Future()
+        done.set_result(frozenset())
+        return done
+    key = (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
+    with _PROBES_LOCK:
+        future = _PROBES.get(key)
+        if future is None:
+            future = _PROBES[key] = Future()
+            threading.Thread(target=_learn, args=(future, key), name="benchcell-probe", daemon=True).start()
+    return future
 
 
-@functools.lru_cache(maxsize=64)
+def finish_learning() -> None:
+    """Wait for the probes still running (each ends within CALIBRATION_TIMEOUT_S): none outlives the sitting."""
+    with _PROBES_LOCK:
+        pending = list(_PROBES.values())
+    for future in pending:
+        future.exception()  # waits; what it raised was already handed to whoever asked
+
+
+def _learn(future: Future[frozenset[str]], key: tuple[str, tuple[str, ...], str, Tracer]) -> None:
+    try:
+        future.set_result(_probe_startup(*key))
+    except BaseException as exc:  # handed to whoever asks for the result  # noqa: BLE001
+        future.set_exception(exc)
+
+
 def _probe_startup(real: str, args: tuple[str, ...], search_path: str, tracer: Tracer) -> frozenset[str]:
     from ..hygiene import KEPT_NAMES  # the variables a trial's commands keep besides the SDK's own
 
