@@ -27,9 +27,11 @@ CLI's own wrapping (sourcing the snapshot, `eval`, `pwd -P`) uses shell builtins
 program, so nothing needs filtering: the first record of each log is the shell itself, or the
 launcher's programs and then the shell.
 
-What a program could not reach. Where this strace knows them, open, openat and connect are traced
-too (`ACCESS_CALLS`; the log then holds the successful ones as well, since strace filters by result
-for every call or none). `parse_strace` keeps each with the program its process ran at the time,
+What a program could not reach. Where this strace knows them, connect (in a trial) or open, openat
+and connect (the pre-flight's traced runs, `ExecAudit(opens=True)`) are traced too (`ACCESS_CALLS`;
+the log then holds the successful ones as well, since strace filters by result for every call or
+none). Each command runs on one CPU with its strace (`ExecAudit.pin_line`): a stop then costs a task
+switch, not a wake-up of another CPU. `parse_strace` keeps each with the program its process ran at the time,
 and how each process ended; `program_failures` picks the failed ones of the arm's own programs whose
 binary then ended in failure, and a judge (isolation/blocked.py) keeps those the sandbox caused: the
 sample's `sandbox_blocked`. They never make a trial invalid. A lookup that is not an open (Python

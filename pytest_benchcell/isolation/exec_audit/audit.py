@@ -71,7 +71,7 @@ class ExecAudit:
         prefix to exec through; "" when commands may use every CPU. strace stops a tracee at each
         traced call and at each program start; with both on one CPU a stop costs a task switch, where
         waking a tracer on another, idle CPU costs far more (a Python CLI behind a version-manager
-        shim: 1.57x its bare time on one CPU, 3.2x spread; benchmarks/command_cost.py). The kernel
+        shim, in the sandbox: +42 ms over its bare time on one CPU, +158 ms spread; docs/benchmarks.md). The kernel
         picked that CPU for the prefix a moment ago, so concurrent commands spread as they would. The
         price: a command's own threads and processes share that CPU (`[bench] exec_audit_cpus`)."""
         if not self.one_cpu:
