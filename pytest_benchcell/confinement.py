@@ -42,7 +42,9 @@ class ConfinementError(Exception):
 def exec_audit_state(bench: Bench, arm: Arm | None = None) -> exec_audit.Tracer:
     """Whether the execution audit runs for this bench (and arm): the tracer, or why not."""
     watches_bash = arm is None or "Bash" in arm.tools
-    return exec_audit.audit_state(bench.exec_audit, watches_bash=watches_bash, no_bash="the arm has no Bash tool")
+    return exec_audit.audit_state(
+        bench.exec_audit, watches_bash=watches_bash, no_bash="the arm has no Bash tool", one_cpu=bench.exec_audit_cpus == "one"
+    )
 
 
 def sandbox_state(bench: Bench, arm: Arm | None = None) -> sandbox.SandboxTool:
@@ -153,7 +155,7 @@ def confine(
     # A trial traces what ran and what it connected to; the pre-flight (`untraced`), which asks why a
     # program fails in the sandbox, traces its opens too (exec_audit/tracer.py, OPEN_CALLS).
     audit = (
-        exec_audit.ExecAudit(folder / "exec-audit", tracer, wrappers=launchers, opens=untraced, one_cpu=bench.exec_audit_cpus == "one")
+        exec_audit.ExecAudit(folder / "exec-audit", tracer, wrappers=launchers, opens=untraced)
         if tracer.available
         else None
     )

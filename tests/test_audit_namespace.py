@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_benchcell.isolation import sandbox
-from pytest_benchcell.isolation.exec_audit import ExecAudit, find_tracer, parse_strace
+from pytest_benchcell.isolation.exec_audit import ExecAudit, Tracer, audit_state, find_tracer, parse_strace
 from pytest_benchcell.isolation.limits import DEFAULT_LIMITS
 
 TOOL, TRACER = sandbox.find_sandbox(), find_tracer()
@@ -21,7 +21,9 @@ needs_both = pytest.mark.skipif(
 )
 
 
-def _run_audited(root: Path, command: str, **audit_options: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _run_audited(
+    root: Path, command: str, tracer: Tracer = TRACER, **audit_options: bool
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """Run one command through the audited sandbox prefix, as a trial's (`audit_options` for its
     ExecAudit): (the run, the text of each log)."""
     for name in ("cwd", "environment", "home"):
@@ -30,7 +32,7 @@ def _run_audited(root: Path, command: str, **audit_options: bool) -> tuple[subpr
                                home=str(root / "home"), never=())  # fmt: skip
     network = sandbox.TrialNetwork(TOOL, root / "trial" / "network", []).start()
     try:
-        audit = ExecAudit(root / "trial" / "audit", TRACER, wrappers=(TOOL.bwrap, TOOL.nsenter, TOOL.prlimit), **audit_options)
+        audit = ExecAudit(root / "trial" / "audit", tracer, wrappers=(TOOL.bwrap, TOOL.nsenter, TOOL.prlimit), **audit_options)
         prefix = sandbox.write_prefix(
             root / "trial" / "prefix", TOOL, plan, network, trace=audit.trace_command(), shell=audit.shell, limits=DEFAULT_LIMITS,
             pin=audit.pin_line(),
@@ -76,7 +78,9 @@ def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path) -> No
 @needs_both
 @pytest.mark.parametrize("one_cpu", [True, False])
 def test_a_command_runs_on_one_cpu_with_its_tracer_unless_told_otherwise(tmp_path: Path, one_cpu: bool) -> None:
-    done, [text] = _run_audited(tmp_path / "run", "grep Cpus_allowed_list /proc/self/status", one_cpu=one_cpu)
+    tracer = audit_state("auto", watches_bash=True, no_bash="", one_cpu=one_cpu)  # [bench] exec_audit_cpus
+    assert tracer.describe().endswith(", one CPU per command)") == one_cpu
+    done, [text] = _run_audited(tmp_path / "run", "grep Cpus_allowed_list /proc/self/status", tracer)
     allowed = done.stdout.split()[-1]
     if one_cpu:
         assert allowed.isdigit() and int(allowed) in os.sched_getaffinity(0), done

@@ -700,6 +700,7 @@ def test_an_audited_trials_commands_run_on_one_cpu_unless_the_bench_says_all(pyt
     result = pytester.runpytest("--bench-arm", "shell", "--bench-task", "all", "--bench-scripted", "-p", "no:randomly")
     sample = _samples(pytester)["cpus"]
     assert sample["provenance"]["exec_audit"].startswith("on"), result.stdout.str()[-2000:]
+    assert sample["provenance"]["exec_audit"].endswith(", one CPU per command)") == one_cpu
     allowed = sample["tool_calls"][0]["output"].split()[-1]
     assert allowed.isdigit() if one_cpu else not allowed.isdigit(), sample["tool_calls"][0]
 

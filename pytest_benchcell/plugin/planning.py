@@ -56,7 +56,9 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     from ..isolation.exec_audit import INSTALL_HINT, audit_state  # stdlib only: no SDK, no bashlex
 
     watches_bash = any("Bash" in bench.arms[arm].tools for arm in arms)
-    tracer = audit_state(bench.exec_audit, watches_bash=watches_bash, no_bash="no selected arm has a Bash tool")
+    tracer = audit_state(
+        bench.exec_audit, watches_bash=watches_bash, no_bash="no selected arm has a Bash tool", one_cpu=bench.exec_audit_cpus == "one"
+    )
     exec_audit = tracer.describe()  # the header line: "on (strace 6.1, ...)" or "off (why)"
     # Required means every Bash command is watched: a sitting with no Bash arm has nothing to refuse,
     # as each trial of such an arm is not refused either (trial._exec_audit).

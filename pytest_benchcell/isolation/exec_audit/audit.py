@@ -33,15 +33,14 @@ class ExecAudit:
         wrappers: Iterable[str] = (),
         *,
         opens: bool = True,
-        one_cpu: bool = True,
     ) -> None:
         """`launcher`: an argv put between strace and the shell (a sandbox: `nsenter ... -- bwrap ...`);
         `wrappers`: the programs it executes before the shell (names or paths), allowed above the
         shell as the harness's own. `opens`: trace the opens too (the pre-flight's question), not
-        only the connects. `one_cpu`: keep each command and its strace on one CPU (`pin_line`)."""
+        only the connects. Each command runs on one CPU with its strace where the tracer has a
+        taskset (`pin_line`; audit_state leaves it out for `exec_audit_cpus = "all"`)."""
         self.folder = folder
         self.opens = opens
-        self.one_cpu = one_cpu and bool(tracer.taskset)
         self.logs = folder / "logs"
         self.tracer = tracer
         self.shell = os.path.realpath(shell or shutil.which("bash") or "/bin/bash")
@@ -74,7 +73,7 @@ class ExecAudit:
         shim, in the sandbox: +42 ms over its bare time on one CPU, +158 ms spread; docs/benchmarks.md). The kernel
         picked that CPU for the prefix a moment ago, so concurrent commands spread as they would. The
         price: a command's own threads and processes share that CPU (`[bench] exec_audit_cpus`)."""
-        if not self.one_cpu:
+        if not self.tracer.taskset:
             return ""
         taskset = shlex.quote(self.tracer.taskset)
         return f'pin=(); read -r stat < /proc/$$/stat && stat=(${{stat##*) }}) && pin=({taskset} -c "${{stat[36]}}")'

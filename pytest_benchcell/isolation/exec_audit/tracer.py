@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .strace_log import ExecRecord, parse_strace_log
@@ -75,7 +75,7 @@ class Tracer:
         """One line for the pytest header and the sample's provenance."""
         if not self.available:
             return f"off ({self.reason})"
-        return f"on (strace {self.version}{', seccomp-bpf' if self.seccomp_bpf else ''})"
+        return f"on (strace {self.version}{', seccomp-bpf' if self.seccomp_bpf else ''}{', one CPU per command' if self.taskset else ''})"
 
 
 @functools.lru_cache(maxsize=1)
@@ -111,15 +111,18 @@ def _working_taskset() -> str:
     return taskset if done.returncode == 0 else ""
 
 
-def audit_state(mode: str, *, watches_bash: bool, no_bash: str) -> Tracer:
+def audit_state(mode: str, *, watches_bash: bool, no_bash: str, one_cpu: bool = True) -> Tracer:
     """Whether the execution audit runs: the tracer, or why not. `mode` is [bench] exec_audit;
     `watches_bash`: whether there is a Bash tool to watch (`no_bash` says why not, for the header or
-    the sample). One answer for the sitting's header and refusal and for each trial's provenance."""
+    the sample); `one_cpu`: [bench] exec_audit_cpus = "one" (the tracer keeps its taskset), else
+    commands may use every CPU. One answer for the sitting's header and refusal and for each trial's
+    provenance."""
     if mode == "off":
         return Tracer(False, reason='[bench] exec_audit = "off"')
     if not watches_bash:
         return Tracer(False, reason=no_bash)
-    return find_tracer()
+    tracer = find_tracer()
+    return tracer if one_cpu else replace(tracer, taskset="")
 
 
 def _strace_version(program: str) -> str:
