@@ -83,6 +83,13 @@ def bench_toml(arms: int) -> str:
     return "\n".join(lines)
 
 
+def write_bench(folder: Path, *, arms: int, delay: float, requests: int) -> None:
+    """The bench of the docstring in `folder` (its rootdir)."""
+    (folder / "pytest.ini").write_text("[pytest]\n")  # pins the rootdir to this folder
+    (folder / "bench.toml").write_text(bench_toml(arms))
+    (folder / "conftest.py").write_text(CONFTEST.format(delay=delay, commands=COMMANDS, requests=requests))
+
+
 @dataclass(frozen=True)
 class Sitting:
     wall_s: float
@@ -205,9 +212,7 @@ def main() -> int:
 
     folder = Path(tempfile.mkdtemp(prefix="benchcell-xdist-"))
     try:
-        (folder / "pytest.ini").write_text("[pytest]\n")  # pins the rootdir to this folder
-        (folder / "bench.toml").write_text(bench_toml(args.arms))
-        (folder / "conftest.py").write_text(CONFTEST.format(delay=args.delay, commands=COMMANDS, requests=args.requests))
+        write_bench(folder, arms=args.arms, delay=args.delay, requests=args.requests)
         workers = {"serial": None, "xdist": args.workers}
         runs: dict[str, list[Sitting]] = {mode: [] for mode in args.modes}
         began = time.perf_counter()
@@ -239,14 +244,12 @@ def main() -> int:
         print(f"  store: {args.trials} samples per cell numbered 1..{args.trials}, none twice; a sample's guards: "
               f"{best[args.modes[-1]].guards}")
         if "xdist" in starts:
-            serial_start = starts.get("serial", start_cpu_seconds(folder, args.trials, None))
-            per_worker = (starts["xdist"] - serial_start) / args.workers
-            print(f"  start: {starts['xdist']:.1f} CPU s at -n {args.workers} with no trial, {serial_start:.1f} serially: "
-                  f"{per_worker:.2f} CPU s per worker start")
-            for name in args.modes:
-                trial_cpu = (best[name].cpu_s - starts[name]) / total
-                print(f"  trial: {trial_cpu:.2f} CPU s per trial {'serially' if name == 'serial' else f'at -n {args.workers}'} "
-                      f"(the sitting's CPU less its start, over {total} trials)")
+            serial_start = starts["serial"] if "serial" in starts else start_cpu_seconds(folder, args.trials, None)
+            print(f"  start: {starts['xdist']:.1f} CPU s at -n {args.workers} with every trial deselected, {serial_start:.1f} "
+                  f"serially: {(starts['xdist'] - serial_start) / args.workers:.2f} CPU s per worker start")
+        for name in args.modes:
+            print(f"  trial: {(best[name].cpu_s - starts[name]) / total:.2f} CPU s per trial "
+                  f"{'serially' if name == 'serial' else f'at -n {args.workers}'} (the sitting's CPU less its start)")
         if len(runs) < 2:
             return 0
         serial, xdist = best["serial"], best["xdist"]
