@@ -230,7 +230,8 @@ def main() -> int:
         cores = os.cpu_count() or 1
         starts = {mode: start_cpu_seconds(folder, args.trials, workers[mode]) for mode in args.modes}
         best = {name: min(results, key=lambda r: r.wall_s) for name, results in runs.items()}
-        shape = f"Delay({args.delay:g}) before each of {args.requests} requests ({commands} Bash commands, sandboxed and audited)"
+        shape = f"Delay({args.delay:g}) before each of {args.requests} requests" + (
+            f" ({commands} Bash commands, sandboxed and audited)" if commands else ", the one an answer")
         print(f"xdist speedup: {args.arms} arms x 1 task x {args.trials} trials = {total} trials, scripted model "
               f"{shape}, {cores} CPUs, fastest of {len(next(iter(runs.values())))} runs each, {dt.date.today()}")
         for name in args.modes:
