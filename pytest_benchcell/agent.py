@@ -100,9 +100,10 @@ def freeze_start() -> None:
     generation (gc.freeze). The SDK, the `mcp` package's ~550 pydantic models, pytest and the plugin
     live until the process ends, yet every full collection walks them again, and the interpreter's
     exit walks them several times: 0.26 CPU s per process measured, 0.04 s frozen. An xdist worker
-    pays that on top of its start, all workers at once; frozen, 16 workers with no trial use 19 CPU s
-    instead of 26. Reference counting still frees these objects; only cycles among them stay (none
-    are garbage yet: the collection runs first)."""
+    pays that on top of its start, all workers at once; frozen, 16 workers with no trial use 22 CPU s
+    instead of 29 (benchmarks/xdist_speedup.py). Reference counting still frees these objects; a cycle
+    among them that becomes garbage later stays until the process ends (none is garbage when they are
+    frozen: the collection runs first)."""
     import gc
 
     if gc.get_freeze_count():
