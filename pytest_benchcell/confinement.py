@@ -159,8 +159,9 @@ def confine(
         if tracer.available
         else None
     )
-    if audit is not None and "Bash" in arm.tools:
-        audit.start_policy(arm.binaries, search_path(arm), arm.probes)  # the probes run beside the trial
+    if audit is not None and "Bash" in arm.tools and not untraced:
+        # The probes run beside the trial (not for the pre-flight: an xdist controller runs no trial).
+        audit.start_policy(arm.binaries, search_path(arm), arm.probes)
     confinement = Confinement(arm, folder, env, folder / "claude-launcher", audit, tool)
     plan = None
     if tool.available:

@@ -243,7 +243,7 @@ def learned_helpers(program: str, probe: Sequence[str], search_path: str, tracer
 
 def start_learning(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> None:
     """Start `learned_helpers` for a binary on a thread of its own, so its probe runs while the
-    trial does (or while the pre-flight does, before the first trial) instead of after it."""
+    trial does instead of after it."""
     _probe(program, probe, search_path, tracer)
 
 
