@@ -126,6 +126,14 @@ class Confinement:
             self.network.stop()
 
 
+def start_arm_probes(bench: Bench, arm: Arm) -> None:
+    """Start the probes of the arm's binaries' start-up (what its execution policy learns), on
+    threads of their own, where the audit runs and the arm has a shell."""
+    tracer = exec_audit_state(bench, arm)
+    if tracer.available and "Bash" in arm.tools:
+        exec_audit.start_probes(tracer, arm.binaries, search_path(arm), arm.probes)
+
+
 def confine(
     bench: Bench,
     arm: Arm,
@@ -159,9 +167,8 @@ def confine(
         if tracer.available
         else None
     )
-    if audit is not None and "Bash" in arm.tools and not untraced:
-        # The probes run beside the trial (not for the pre-flight: an xdist controller runs no trial).
-        audit.start_policy(arm.binaries, search_path(arm), arm.probes)
+    if audit is not None and not untraced:
+        start_arm_probes(bench, arm)  # begun by the pre-flight already where this process runs trials
     confinement = Confinement(arm, folder, env, folder / "claude-launcher", audit, tool)
     plan = None
     if tool.available:

@@ -219,7 +219,12 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
         return []
     from ..agent import bundled_cli
     from ..config import BenchConfigError
+    from ..confinement import start_arm_probes
     from ..preflight import run_preflight
+
+    if not _xdist_controller(config):  # this process runs the trials: their probes run beside the pre-flight
+        for arm in arms:
+            start_arm_probes(bench, bench.arms[arm])
 
     try:
         found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())

@@ -79,7 +79,7 @@ strace usable here, one traced run) <- `policy` (the policy, the check, the lear
 
 from __future__ import annotations
 
-from .audit import BLOCKED_LIMIT, LOG_BYTE_LIMIT, LOG_COUNT_LIMIT, LOG_TOTAL_LIMIT, ExecAudit, ExecReport
+from .audit import BLOCKED_LIMIT, LOG_BYTE_LIMIT, LOG_COUNT_LIMIT, LOG_TOTAL_LIMIT, ExecAudit, ExecReport, start_probes
 from .failures import FailedRun, FailureJudge, ProgramFailure, failed_runs, program_failures
 from .policy import CLI_EMBEDDED_TOOLS, ExecLeak, ExecPolicy, check_records, is_program, learned_helpers
 from .strace_log import Access, ExecRecord, StraceLog, parse_strace, parse_strace_log
@@ -110,6 +110,7 @@ __all__ = [
     "learned_helpers",
     "is_program",
     "ExecAudit",
+    "start_probes",
     "ExecReport",
     "ProgramFailure",
     "program_failures",

@@ -131,12 +131,6 @@ class ExecAudit:
         cli_paths = frozenset({os.path.realpath(cli)}) if cli else frozenset()
         return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths, learned, self.wrappers)
 
-    def start_policy(self, binaries: Iterable[str], search_path: str, probes: Mapping[str, str] | None = None) -> None:
-        """Start learning what each binary's start-up runs (`policy` waits for it), so the probes run
-        beside the trial instead of after it."""
-        for name in binaries:
-            start_learning(name, _probe_argv(name, probes), search_path, self.tracer)
-
     def report(self, policy: ExecPolicy, commands_ran: int = 0, judge: FailureJudge | None = None) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the
         Bash calls the transcript shows completed; fewer logs than that means records went missing.
@@ -173,6 +167,13 @@ class ExecAudit:
         refusals = tuple(f"{name}: {why}" for name, why in sorted(refused.items()))
         programs = sum(len(log.records) for log in per_command)
         return ExecReport(len(per_command), programs, leaks, missing, damaged, refusals, tuple(blocked.values()), tuple(runs))
+
+
+def start_probes(tracer: Tracer, binaries: Iterable[str], search_path: str, probes: Mapping[str, str] | None = None) -> None:
+    """Start learning what each binary's start-up runs (ExecAudit.policy waits for it), so the
+    probes run beside the pre-flight or the trial instead of after the trial."""
+    for name in binaries:
+        start_learning(name, _probe_argv(name, probes), search_path, tracer)
 
 
 def _probe_argv(binary: str, probes: Mapping[str, str] | None) -> list[str]:
