@@ -66,10 +66,7 @@ class Tracer:
     def on_this_cpu(self) -> list[str]:
         """`taskset -c CPU`, the CPU this process runs on, for a traced run (ExecAudit.pin_line says
         why); [] without taskset."""
-        if not self.taskset:
-            return []
-        with open("/proc/self/stat") as stat:
-            return [self.taskset, "-c", stat.read().rsplit(")", 1)[1].split()[36]]
+        return _on_this_cpu(self.taskset) if self.taskset else []
 
     def describe(self) -> str:
         """One line for the pytest header and the sample's provenance."""
@@ -104,11 +101,18 @@ def _working_taskset() -> str:
         return ""
     taskset = os.path.realpath(found)
     try:
-        done = subprocess.run([*Tracer(True, taskset=taskset).on_this_cpu(), shutil.which("true") or "/bin/true"],
+        done = subprocess.run([*_on_this_cpu(taskset), shutil.which("true") or "/bin/true"],
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return ""
     return taskset if done.returncode == 0 else ""
+
+
+def _on_this_cpu(taskset: str) -> list[str]:
+    """`TASKSET -c CPU`, CPU being the one this process runs on (field 39 of /proc/self/stat,
+    counted after the command's name)."""
+    with open("/proc/self/stat") as stat:
+        return [taskset, "-c", stat.read().rsplit(")", 1)[1].split()[36]]
 
 
 def audit_state(mode: str, *, watches_bash: bool, no_bash: str, one_cpu: bool = True) -> Tracer:
@@ -137,7 +141,9 @@ def _strace_version(program: str) -> str:
 def _trace_works(tracer: Tracer) -> bool:
     """Trace `sh -c 'true; true'` and check both the shell and its child were recorded."""
     true = shutil.which("true") or "/bin/true"
-    traced = _trace(tracer, ["/bin/sh", "-c", f"{true}; {true}"], timeout=10)
+    # With the opens: the pre-flight's traced runs name them, and a strace that does not know one
+    # (arm64 has no `open`) must fall back to tracing program starts only.
+    traced = _trace(tracer, ["/bin/sh", "-c", f"{true}; {true}"], timeout=10, opens=True)
     if traced is None or traced[0] != 0:
         return False
     records = traced[1]
@@ -151,12 +157,13 @@ def _trace(
     timeout: float,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    opens: bool = False,
 ) -> tuple[int, list[ExecRecord]] | None:
-    """Run argv once under the tracer, on one CPU with it as a trial's commands run: (exit status,
-    records), or None when it could not run or left no log."""
+    """Run argv once under the tracer, on one CPU with it as a trial's commands run, its opens traced
+    too with `opens`: (exit status, records), or None when it could not run or left no log."""
     with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
         log = Path(folder) / "log"
-        command = [*tracer.on_this_cpu(), tracer.program, *tracer.options(opens=False), "-o", str(log), *argv]
+        command = [*tracer.on_this_cpu(), tracer.program, *tracer.options(opens=opens), "-o", str(log), *argv]
         try:
             done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
         except (OSError, subprocess.SubprocessError):
