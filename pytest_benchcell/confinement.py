@@ -188,6 +188,7 @@ def confine(
             return sandbox.write_prefix(
                 path, tool, plan, confinement.network, trace=trace, shell=audit.shell if audit else "/bin/bash",
                 limits=bench.sandbox_limits, pin=audit.pin_line() if audit and trace else "",
+                traced_namespace=not (audit and audit.notified),
             )
 
         prefix = shell_prefix(folder / "shell-prefix", audit.trace_command() if audit else "")

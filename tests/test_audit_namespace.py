@@ -1,5 +1,6 @@
-"""The execution audit under the sandbox: strace runs in a pid namespace of the command's own, in
-which the sandbox's is nested. The records keep every program with its real parent chain, and
+"""The execution audit under the sandbox, with each watcher of a trial's commands: strace, in a pid
+namespace of the command's own in which the sandbox's is nested, and the exec notifier, outside the
+sandbox's namespaces with the host's pids. The records keep every program with its real parent chain, and
 nothing inside the sandbox can see, signal or read the observer or its log. A command runs through
 a trial's real prefix (as a trial runs it, without the Claude CLI)."""
 
@@ -7,12 +8,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_benchcell.isolation import sandbox
 from pytest_benchcell.isolation.exec_audit import ExecAudit, Tracer, audit_state, find_tracer, parse_strace
+from pytest_benchcell.isolation.exec_audit.notifier import find_notifier
 from pytest_benchcell.isolation.limits import DEFAULT_LIMITS
 
 TOOL, TRACER = sandbox.find_sandbox(), find_tracer()
@@ -21,11 +24,20 @@ needs_both = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(params=["strace", "notifier"])
+def watcher(request: pytest.FixtureRequest) -> Tracer:
+    """What watches a trial's commands: strace, or the exec notifier where it works here."""
+    if request.param == "notifier" and not TRACER.notifier:
+        pytest.skip(f"the exec notifier cannot run here: {find_notifier()[1]}")
+    return TRACER if request.param == "notifier" else replace(TRACER, notifier="")
+
+
 def _run_audited(
     root: Path, command: str, tracer: Tracer = TRACER, **audit_options: bool
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """Run one command through the audited sandbox prefix, as a trial's (`audit_options` for its
-    ExecAudit): (the run, the text of each log)."""
+    ExecAudit; a trial's traces no opens): (the run, the text of each log)."""
+    audit_options.setdefault("opens", False)
     for name in ("cwd", "environment", "home"):
         (root / name).mkdir(parents=True)
     plan = sandbox.SandboxPlan(writable=(str(root / "cwd"), str(root / "environment")), readable=(), hidden=(str(root / "trial"),),
@@ -35,7 +47,7 @@ def _run_audited(
         audit = ExecAudit(root / "trial" / "audit", tracer, wrappers=(TOOL.bwrap, TOOL.nsenter, TOOL.prlimit), **audit_options)
         prefix = sandbox.write_prefix(
             root / "trial" / "prefix", TOOL, plan, network, trace=audit.trace_command(), shell=audit.shell, limits=DEFAULT_LIMITS,
-            pin=audit.pin_line(),
+            pin=audit.pin_line(), traced_namespace=not audit.notified,
         )
         done = subprocess.run([str(prefix), command], cwd=root / "cwd", capture_output=True, text=True, timeout=60)
         return done, [log.read_text() for log in sorted(audit.logs.iterdir())]
@@ -44,9 +56,9 @@ def _run_audited(
 
 
 @needs_both
-def test_every_program_is_recorded_with_its_parent_chain_and_strace_says_nothing(tmp_path: Path) -> None:
+def test_every_program_is_recorded_with_its_parent_chain_and_the_watcher_says_nothing(tmp_path: Path, watcher: Tracer) -> None:
     command = "(sh -c 'ls / | wc -l' &); git --version | cat; sleep 0.1"
-    done, logs = _run_audited(tmp_path, command)
+    done, logs = _run_audited(tmp_path, command, watcher)
     assert done.returncode == 0 and done.stderr == "", done  # no word of strace's in the command's output
     [text] = logs
     records = parse_strace(text).records
@@ -55,19 +67,23 @@ def test_every_program_is_recorded_with_its_parent_chain_and_strace_says_nothing
     assert by_name["sh"].parent == shell.index  # a background subshell's program: below the shell
     assert by_name["ls"].parent == by_name["wc"].parent == by_name["sh"].index
     assert by_name["git"].parent == by_name["cat"].parent == shell.index
-    assert by_name["bwrap"].parent is None  # the launcher heads the log; nsenter and unshare ran before strace
+    if watcher.notifier:  # the notifier starts the launchers: nsenter heads the log
+        assert [Path(record.path).name for record in records[:2]] == ["nsenter", "bwrap"] and records[0].parent is None
+    else:
+        assert by_name["bwrap"].parent is None  # the launcher heads the log; nsenter and unshare ran before strace
 
 
 @needs_both
-def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path) -> None:
+def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path, watcher: Tracer) -> None:
     command = (
         "cat /proc/[0-9]*/comm | sort -u | tr '\\n' ' '; echo; "
         f"ls -A {tmp_path / 'trial'} | wc -l; "
         "kill -KILL -1 2>/dev/null; echo after"
     )
-    done, logs = _run_audited(tmp_path, command)
+    done, logs = _run_audited(tmp_path, command, watcher)
     seen = done.stdout.splitlines()[0].split()
     assert "strace" not in seen and "unshare" not in seen and "nsenter" not in seen, seen
+    assert not any(name.startswith("exec-notifier") for name in seen), seen
     assert done.stdout.splitlines()[1:] == ["0", "after"]  # the trial's folder (the logs) is hidden: an empty tmpfs
     [text] = logs  # killing everything it can see did not end the observer: the shell's end is logged
     log = parse_strace(text)
@@ -77,8 +93,9 @@ def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path) -> No
 
 @needs_both
 @pytest.mark.parametrize("one_cpu", [True, False])
-def test_a_command_runs_on_one_cpu_with_its_tracer_unless_told_otherwise(tmp_path: Path, one_cpu: bool) -> None:
+def test_a_command_runs_on_one_cpu_with_its_tracer_unless_told_otherwise(tmp_path: Path, one_cpu: bool, watcher: Tracer) -> None:
     tracer = audit_state("auto", watches_bash=True, no_bash="", one_cpu=one_cpu)  # [bench] exec_audit_cpus
+    tracer = replace(tracer, notifier=watcher.notifier)
     assert tracer.describe().endswith(", one CPU per command)") == one_cpu
     done, [text] = _run_audited(tmp_path / "run", "grep Cpus_allowed_list /proc/self/status", tracer)
     allowed = done.stdout.split()[-1]
@@ -101,10 +118,10 @@ def _cpus(listed: str) -> set[int]:
 
 
 @needs_both
-def test_a_trial_traces_its_connects_and_the_preflight_its_opens_as_well(tmp_path: Path) -> None:
+def test_a_trial_traces_its_connects_and_the_preflight_its_opens_as_well(tmp_path: Path, watcher: Tracer) -> None:
     command = "cat /etc/hostname > /dev/null; (exec 3<>/dev/tcp/127.0.0.1/9) 2> /dev/null; true"
     for opens, calls in ((False, {"connect"}), (True, {"openat", "connect"})):
-        done, [text] = _run_audited(tmp_path / str(opens), command, opens=opens)
+        done, [text] = _run_audited(tmp_path / str(opens), command, watcher, opens=opens)
         accesses = parse_strace(text).accesses
         assert {access.call for access in accesses if access.call != "execve"} == calls, done
         refused = [access for access in accesses if access.call == "connect"]
@@ -112,8 +129,6 @@ def test_a_trial_traces_its_connects_and_the_preflight_its_opens_as_well(tmp_pat
 
 
 def test_without_taskset_commands_are_not_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dataclasses import replace
-
     from pytest_benchcell.isolation.exec_audit.tracer import _working_taskset
 
     monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without taskset

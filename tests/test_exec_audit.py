@@ -29,6 +29,7 @@ from pytest_benchcell.isolation.exec_audit import (
     learned_helpers,
     parse_strace_log,
 )
+from pytest_benchcell.isolation.exec_audit.notifier import find_notifier
 from pytest_benchcell.isolation.hygiene import curated_bin
 from pytest_benchcell.isolation.sandbox import find_sandbox
 from pytest_benchcell.isolation.catalog import HARMLESS_UTILITIES
@@ -37,6 +38,21 @@ TRACER = find_tracer()
 SANDBOX_TOOL = find_sandbox()
 needs_strace = pytest.mark.skipif(not TRACER.available, reason=f"the execution audit cannot run here: {TRACER.reason}")
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+@pytest.fixture(params=["strace", "notifier"])
+def watcher(request: pytest.FixtureRequest) -> str:
+    """What watches the commands: strace, or the exec notifier that watches a trial's where it works."""
+    if request.param == "notifier" and not TRACER.notifier:
+        pytest.skip(f"the exec notifier cannot run here: {find_notifier()[1]}")
+    return str(request.param)
+
+
+def audit_for(folder: Path, watcher: str, **options: object) -> ExecAudit:
+    """The audit as a trial's commands get it under this watcher (strace: as the pre-flight's, opens too)."""
+    if watcher == "notifier":
+        return ExecAudit(folder, TRACER, opens=False, **options)  # type: ignore[arg-type]
+    return ExecAudit(folder, dataclasses.replace(TRACER, notifier=""), **options)  # type: ignore[arg-type]
 
 
 def e2e_with_git(test):  # type: ignore[no-untyped-def]
@@ -251,14 +267,15 @@ def test_commands_that_ran_without_a_log_are_reported_missing(tmp_path: Path) ->
 
 @needs_strace
 def test_the_tracer_is_described_for_the_header() -> None:
-    assert TRACER.describe().startswith(f"on (strace {TRACER.version}")
+    watched = "exec notifier and " if TRACER.notifier else ""
+    assert TRACER.describe().startswith(f"on ({watched}strace {TRACER.version}")
     assert Tracer(False, reason="strace is not installed").describe() == "off (strace is not installed)"
 
 
 @needs_strace
 @needs_git
-def test_the_prefix_records_a_program_started_by_a_git_alias(tmp_path: Path) -> None:
-    audit = ExecAudit(tmp_path / "audit", TRACER)
+def test_the_prefix_records_a_program_started_by_a_git_alias(tmp_path: Path, watcher: str) -> None:
+    audit = audit_for(tmp_path / "audit", watcher)
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     command = "git -c alias.z='!touch pwned' z"
     subprocess.run([str(audit.prefix), command], cwd=tmp_path / "repo", check=True)
@@ -307,12 +324,13 @@ def audited(
     stdout: int | None = None,
     launcher: tuple[str, ...] = (),
     wrappers: tuple[str, ...] = (),
+    watcher: str = "strace",
 ) -> tuple[ExecAudit, ExecPolicy]:
     """Run commands as a trial would (the audit's prefix, only the curated PATH folder, an empty HOME)
     and build the arm's policy, with no helpers declared."""
     search_path = os.pathsep.join([*path, os.environ["PATH"]])
     bin_dir = curated_bin(tmp_path / "bin", binaries, HARMLESS_UTILITIES, search_path)
-    audit = ExecAudit(tmp_path / "audit", TRACER, launcher=launcher, wrappers=wrappers)
+    audit = audit_for(tmp_path / "audit", watcher, launcher=launcher, wrappers=wrappers)
     (tmp_path / "home").mkdir(exist_ok=True)
     trial_env = {"PATH": str(bin_dir), "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8", **(env or {})}
     for command in commands:
@@ -339,9 +357,9 @@ def git_repo(tmp_path: Path) -> Path:
 
 @needs_strace
 @needs_git
-def test_git_commit_runs_gits_own_copy_and_stays_valid_with_no_helpers(tmp_path: Path) -> None:
+def test_git_commit_runs_gits_own_copy_and_stays_valid_with_no_helpers(tmp_path: Path, watcher: str) -> None:
     repo = git_repo(tmp_path)
-    audit, policy = audited(tmp_path, ["git"], ["git commit -q --allow-empty -m x", "git log --oneline | wc -l"], cwd=repo)
+    audit, policy = audited(tmp_path, ["git"], ["git commit -q --allow-empty -m x", "git log --oneline | wc -l"], cwd=repo, watcher=watcher)
     exec_path = subprocess.run(["git", "--exec-path"], capture_output=True, text=True, check=True).stdout.strip()
     assert f"{exec_path}/git" in ran(audit)  # `git maintenance run --auto` through git's own copy
     report = audit.report(policy, commands_ran=2)
@@ -357,12 +375,12 @@ exec python3 -c 'import sys; print("tracker", *sys.argv[1:])' "$@"
 
 
 @needs_strace
-def test_a_sh_wrapper_cli_over_a_version_manager_python_stays_valid_with_no_helpers(tmp_path: Path) -> None:
+def test_a_sh_wrapper_cli_over_a_version_manager_python_stays_valid_with_no_helpers(tmp_path: Path, watcher: str) -> None:
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "tracker").write_text(TRACKER)
     (tools / "tracker").chmod(0o755)
-    audit, policy = audited(tmp_path, ["tracker"], ["tracker list", "tracker show 1 | wc -l"], path=(str(tools),))
+    audit, policy = audited(tmp_path, ["tracker"], ["tracker list", "tracker show 1 | wc -l"], path=(str(tools),), watcher=watcher)
     report = audit.report(policy, commands_ran=2)
     assert (report.leaks, report.damaged) == ([], 0)
     names = {Path(path).name for path in ran(audit)}
@@ -381,12 +399,12 @@ if [ "$1" = --version ]; then echo 1.0; else readlink -f "$0"; fi
 
 
 @needs_strace
-def test_a_declared_probe_teaches_what_version_does_not_show(tmp_path: Path) -> None:
+def test_a_declared_probe_teaches_what_version_does_not_show(tmp_path: Path, watcher: str) -> None:
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "quiet").write_text(QUIET_ON_VERSION)
     (tools / "quiet").chmod(0o755)
-    audit, by_version = audited(tmp_path, ["quiet"], ["quiet run"], path=(str(tools),))
+    audit, by_version = audited(tmp_path, ["quiet"], ["quiet run"], path=(str(tools),), watcher=watcher)
     (leak,) = audit.report(by_version, commands_ran=1).leaks
     assert Path(leak.program).name == "readlink"
     probed = audit.policy("arm", ["quiet"], {}, tmp_path / "bin", f"{tools}{os.pathsep}{os.environ['PATH']}",
@@ -396,8 +414,8 @@ def test_a_declared_probe_teaches_what_version_does_not_show(tmp_path: Path) -> 
 
 @needs_strace
 @pytest.mark.skipif(shutil.which("awk") is None, reason="needs awk")
-def test_awk_through_the_alternatives_link_stays_valid(tmp_path: Path) -> None:
-    audit, policy = audited(tmp_path, ["awk"], ["printf 'a b\\n' | awk '{print $2}'", "awk 'BEGIN {print 1}'"])
+def test_awk_through_the_alternatives_link_stays_valid(tmp_path: Path, watcher: str) -> None:
+    audit, policy = audited(tmp_path, ["awk"], ["printf 'a b\\n' | awk '{print $2}'", "awk 'BEGIN {print 1}'"], watcher=watcher)
     assert os.path.realpath(shutil.which("awk") or "") in ran(audit)  # mawk or gawk, by its own name
     report = audit.report(policy, commands_ran=2)
     assert (report.leaks, report.damaged) == ([], 0)
@@ -405,9 +423,9 @@ def test_awk_through_the_alternatives_link_stays_valid(tmp_path: Path) -> None:
 
 @needs_strace
 @pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
-def test_npm_a_node_script_stays_valid(tmp_path: Path) -> None:
+def test_npm_a_node_script_stays_valid(tmp_path: Path, watcher: str) -> None:
     (tmp_path / "work").mkdir()
-    audit, policy = audited(tmp_path, ["npm"], ["npm --version", "npm ls"], cwd=tmp_path / "work")
+    audit, policy = audited(tmp_path, ["npm"], ["npm --version", "npm ls"], cwd=tmp_path / "work", watcher=watcher)
     assert any(Path(path).name == "node" for path in ran(audit))
     report = audit.report(policy, commands_ran=2)
     assert (report.leaks, report.damaged) == ([], 0)
@@ -423,12 +441,12 @@ LAUNCHER_CASES = {
 
 @needs_strace
 @needs_git
-def test_a_git_alias_pager_or_external_diff_running_sh_or_touch_is_still_caught(tmp_path: Path) -> None:
+def test_a_git_alias_pager_or_external_diff_running_sh_or_touch_is_still_caught(tmp_path: Path, watcher: str) -> None:
     repo = git_repo(tmp_path)
     (repo / "f").write_text("two\n")  # a change for the external diff
     primary, secondary = os.openpty()  # git starts a pager only on a terminal
     try:
-        audit, policy = audited(tmp_path, ["git"], list(LAUNCHER_CASES.values()), cwd=repo, stdout=secondary)
+        audit, policy = audited(tmp_path, ["git"], list(LAUNCHER_CASES.values()), cwd=repo, stdout=secondary, watcher=watcher)
     finally:
         os.close(primary)
         os.close(secondary)
@@ -452,9 +470,9 @@ needs_sandbox = pytest.mark.skipif(
 @needs_strace
 @needs_git
 @needs_sandbox
-def test_a_sandbox_launcher_between_strace_and_the_shell_is_the_harnesss_own(tmp_path: Path) -> None:
+def test_a_sandbox_launcher_between_strace_and_the_shell_is_the_harnesss_own(tmp_path: Path, watcher: str) -> None:
     audit, policy = audited(tmp_path, ["git"], ["git --version", "git --version | wc -l; git --version"],
-                            launcher=SANDBOX, wrappers=("nsenter", "bwrap"))  # fmt: skip
+                            launcher=SANDBOX, wrappers=("nsenter", "bwrap"), watcher=watcher)  # fmt: skip
     if not TRACER.pidns_translation:
         pytest.skip("this strace cannot translate pids across namespaces (--pidns-translation)")
     first, second = audit.records()
@@ -470,8 +488,8 @@ def test_a_sandbox_launcher_between_strace_and_the_shell_is_the_harnesss_own(tmp
 
 @needs_strace
 @needs_sandbox
-def test_a_program_run_below_the_sandboxed_shell_is_judged_even_when_it_is_a_launcher(tmp_path: Path) -> None:
-    audit, policy = audited(tmp_path, [], [f"{SANDBOX[0]} --version"], launcher=SANDBOX, wrappers=("nsenter", "bwrap"))
+def test_a_program_run_below_the_sandboxed_shell_is_judged_even_when_it_is_a_launcher(tmp_path: Path, watcher: str) -> None:
+    audit, policy = audited(tmp_path, [], [f"{SANDBOX[0]} --version"], launcher=SANDBOX, wrappers=("nsenter", "bwrap"), watcher=watcher)
     (leak,) = audit.report(policy, commands_ran=1).leaks
     assert Path(leak.program).name == "nsenter"
     assert [Path(p).name for p, _ in leak.chain] == ["bash"]  # the chain ends at the command's shell
@@ -622,7 +640,7 @@ def command_of(leak: dict) -> str:
 @e2e_with_git
 def test_git_launchers_are_refused_by_the_guard_and_nothing_foreign_runs(bench: pytest.Pytester) -> None:
     result, sample = run(bench, "git")
-    result.stdout.fnmatch_lines([f"benchcell: execution audit on (strace {TRACER.version}*"])
+    result.stdout.fnmatch_lines([f"benchcell: execution audit on (*strace {TRACER.version}*"])
     calls = {call["input"]["command"]: call for call in sample["tool_calls"]}
     for command in {**GIT_RULE_CASES, **BUILT_IN_CASES}.values():
         assert calls[command]["allowed"] is False and calls[command]["reason"], command

@@ -8,20 +8,26 @@ the run the records are checked against the arm's execution policy.
 
 How it runs. The Claude Code CLI honours `CLAUDE_CODE_SHELL_PREFIX`: it starts each Bash command
 as `PREFIX "<the whole wrapped command>"` (one argument: it sources the CLI's shell snapshot, then
-evals the command). The prefix written here runs `strace -f -e trace=execve,...` on
-`bash -c "$1"`, one log per command, in a per-trial folder that is outside the agent's working
+evals the command). The prefix written here runs `bash -c "$1"` under a watcher, one log per
+command: a trial's commands under the exec notifier where it can be built and works here
+(notifier.py: the plugin's own program, which the kernel hands each execve, execveat, connect and
+exit_group through a seccomp user-notification listener and which writes them in strace's syntax,
+so nothing stops at a fork or an exit; the learned helpers' probes too), else, and for the
+pre-flight's traced runs (which trace opens as well), `strace -f -e trace=execve,...`, in a per-trial folder that is outside the agent's working
 directory and the environment's workdir (the only places the guard lets the agent write). strace's
 seccomp-bpf filter (`--seccomp-bpf`, used when the installed strace supports it) stops the tracee
 only at the traced calls, so the cost is a few milliseconds per command (benchmarks/exec_audit_cost.py).
 A launcher may stand between strace and the shell: the trial's sandbox, `bwrap ... bash -c CMD`
 (isolation/sandbox/prefix.py writes that prefix around `trace_command()`, with strace itself started
-by nsenter in the trial's network namespace and by unshare in a pid namespace of its own;
-`ExecAudit(launcher=...)` writes one itself), its programs named in `wrappers`.
+by nsenter in the trial's network namespace and by unshare in a pid namespace of its own, the
+notifier before nsenter with the host's pids; `ExecAudit(launcher=...)` writes one itself), its
+programs named in `wrappers`.
 `--pidns-translation` makes strace print, for a fork inside the sandbox's own pid namespace, the
 child's pid as the log knows it (read from the small /proc of strace's own pid namespace).
 
 What the records show. Each successful execve (path, argv) with the process that ran it; fork,
-vfork and clone give the parent. The chain of a record is the programs above it: the image its
+vfork and clone give the parent (the notifier writes a clone line for each process when it first
+sees it, its parent read from /proc). The chain of a record is the programs above it: the image its
 process replaced (exec keeps the pid), else the image its parent process had when it forked. The
 CLI's own wrapping (sourcing the snapshot, `eval`, `pwd -P`) uses shell builtins only and runs no
 program, so nothing needs filtering: the first record of each log is the shell itself, or the
@@ -72,8 +78,8 @@ rewritten whole by a foreign program that already ran is not noticed. A learned 
 below its binary whatever its arguments: a binary whose start-up runs a shell lets that shell run
 below it (a python3 behind a pyenv shim brings bash).
 
-The modules, lower ones never importing higher ones: `strace_log` (parsing a log) <- `tracer` (is
-strace usable here, one traced run) <- `policy` (the policy, the check, the learned helpers) <-
+The modules, lower ones never importing higher ones: `strace_log` (parsing a log) <- `notifier`
+(building and checking the exec notifier) <- `tracer` (is strace usable here, one traced run) <- `policy` (the policy, the check, the learned helpers) <-
 `failures` (what the arm's programs could not reach) <- `audit` (one trial's prefix, logs, report).
 """
 

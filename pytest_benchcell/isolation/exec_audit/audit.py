@@ -58,22 +58,33 @@ class ExecAudit:
         )
         self.prefix.chmod(0o755)
 
+    @property
+    def notified(self) -> bool:
+        """Whether the commands run under the exec notifier (a trial's, where it works here) rather
+        than strace (which alone traces the opens the pre-flight asks for)."""
+        return bool(self.tracer.notifier) and not self.opens
+
     def trace_command(self) -> str:
-        """strace with its options and this command's own log (a shell fragment: the log's name is
-        computed by the prefix's shell, one per command)."""
+        """The watcher with its options and this command's own log, ending where the command's argv
+        goes (a shell fragment: the log's name is computed by the prefix's shell, one per command):
+        the exec notifier, which pins itself to the CPU it starts on, or strace."""
+        log = f'{shlex.quote(str(self.logs))}/"${{EPOCHREALTIME/[.,]/}}-$$.log"'
+        if self.notified:
+            return f"{shlex.quote(self.tracer.notifier)}{' -c' * bool(self.tracer.taskset)} -o {log} --"
         strace = " ".join(shlex.quote(part) for part in (self.tracer.program, *self.tracer.options(opens=self.opens)))
-        return f'{strace} -o {shlex.quote(str(self.logs))}/"${{EPOCHREALTIME/[.,]/}}-$$.log"'
+        return f"{strace} -o {log}"
 
     def pin_line(self) -> str:
         """A line for the prefix's shell that sets the array `pin` to `taskset -c CPU`, CPU being the
         one the prefix runs on (field 39 of /proc/PID/stat, counted after the command's name), for the
-        prefix to exec through; "" when commands may use every CPU. strace stops a tracee at each
+        prefix to exec through; "" when commands may use every CPU, and under the exec notifier,
+        which pins itself (`-c`). strace stops a tracee at each
         traced call and at each program start; with both on one CPU a stop costs a task switch, where
         waking a tracer on another, idle CPU costs far more (a Python CLI behind a version-manager
         shim, in the sandbox: +42 ms over its bare time on one CPU, +158 ms spread; docs/benchmarks.md). The kernel
         picked that CPU for the prefix a moment ago, so concurrent commands spread as they would. The
         price: a command's own threads and processes share that CPU (`[bench] exec_audit_cpus`)."""
-        if not self.tracer.taskset:
+        if not self.tracer.taskset or self.notified:
             return ""
         taskset = shlex.quote(self.tracer.taskset)
         return f'pin=(); read -r stat < /proc/$$/stat && stat=(${{stat##*) }}) && pin=({taskset} -c "${{stat[36]}}")'

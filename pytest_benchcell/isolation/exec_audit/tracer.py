@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .notifier import find_notifier
 from .strace_log import ExecRecord, parse_strace_log
 
 INSTALL_HINT = (
@@ -50,6 +51,9 @@ class Tracer:
     pidns_translation: bool = False
     accesses: bool = False  # whether ACCESS_CALLS are traced too (what programs could not open or reach)
     taskset: str = ""  # util-linux's taskset, which keeps a command and its tracer on one CPU ("" when absent)
+    # the exec notifier (notifier.py) that watches a trial's commands in strace's place ("" when not
+    # available here: strace watches them)
+    notifier: str = ""
 
     def options(self, opens: bool = True) -> tuple[str, ...]:
         """strace's options; `opens`: the opens as well as the connects (where this strace traces accesses)."""
@@ -72,7 +76,9 @@ class Tracer:
         """One line for the pytest header and the sample's provenance."""
         if not self.available:
             return f"off ({self.reason})"
-        return f"on (strace {self.version}{', seccomp-bpf' if self.seccomp_bpf else ''}{', one CPU per command' if self.taskset else ''})"
+        strace = f"strace {self.version}{', seccomp-bpf' if self.seccomp_bpf else ''}"
+        watched = f"exec notifier and {strace}" if self.notifier else strace
+        return f"on ({watched}{', one CPU per command' if self.taskset else ''})"
 
 
 @functools.lru_cache(maxsize=1)
@@ -90,7 +96,7 @@ def find_tracer() -> Tracer:
             for accesses in (True, False):
                 tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns, accesses=accesses, taskset=taskset)
                 if _trace_works(tracer):
-                    return tracer
+                    return replace(tracer, notifier=find_notifier()[0])
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
 
 
@@ -160,10 +166,14 @@ def _trace(
     opens: bool = False,
 ) -> tuple[int, list[ExecRecord]] | None:
     """Run argv once under the tracer, on one CPU with it as a trial's commands run, its opens traced
-    too with `opens`: (exit status, records), or None when it could not run or left no log."""
+    too with `opens`: (exit status, records), or None when it could not run or left no log. Without
+    the opens, under the exec notifier where it works here (what a trial's commands run under)."""
     with tempfile.TemporaryDirectory(prefix="benchcell-tracer-") as folder:
         log = Path(folder) / "log"
-        command = [*tracer.on_this_cpu(), tracer.program, *tracer.options(opens=opens), "-o", str(log), *argv]
+        if tracer.notifier and not opens:
+            command = [tracer.notifier, *(["-c"] if tracer.taskset else []), "-o", str(log), "--", *argv]
+        else:
+            command = [*tracer.on_this_cpu(), tracer.program, *tracer.options(opens=opens), "-o", str(log), *argv]
         try:
             done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
         except (OSError, subprocess.SubprocessError):

@@ -38,13 +38,16 @@ def write_prefix(
     shell: str = "/bin/bash",
     limits: Limits | None = None,
     pin: str = "",
+    traced_namespace: bool = True,
 ) -> Path:
     """The trial's CLAUDE_CODE_SHELL_PREFIX: drop the credentials, then run the command in its shell,
     under `trace` (the execution audit's strace command, a shell fragment) when given and inside the
     sandbox when `tool` is available, within `limits`. Without the sandbox it still drops the
     credentials. The seccomp filter, and as root the passwd and group files naming SANDBOX_UID,
     are written beside the prefix (in the trial's own folder, which no command sees). `pin`: a line
-    that sets the array `pin` to the words the whole command runs through (ExecAudit.pin_line)."""
+    that sets the array `pin` to the words the whole command runs through (ExecAudit.pin_line).
+    `traced_namespace`: `trace` (strace) runs in a pid namespace of its own; the exec notifier, which
+    reads its pids as the host's, needs none (ExecAudit.notified)."""
     shell = os.path.realpath(shell)
     lines = [
         f"#!{shell}",
@@ -56,7 +59,7 @@ def write_prefix(
         lines.append(pin)
     redirections = []
     sandboxed = tool is not None and tool.available and plan is not None and network is not None
-    own_pid_namespace = bool(sandboxed and trace and tool is not None and tool.unshare)
+    own_pid_namespace = bool(sandboxed and trace and traced_namespace and tool is not None and tool.unshare)
     if own_pid_namespace and tool is not None and network is not None:
         # strace in a pid namespace of the command's own, entered with the trial's network namespace
         # first: the sandbox's pid namespace is nested in it, so strace reads the pids its tracees'

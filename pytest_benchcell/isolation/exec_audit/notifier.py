@@ -1,0 +1,131 @@
+"""The exec notifier: a small program of the plugin's own (data/exec_notifier.c) that records what a
+command runs through the kernel's seccomp user notifications, where strace follows every process
+with ptrace. A trial's Bash commands and the learned helpers' probes run under it when it can be
+built and works here; strace stays the audit's tool for the pre-flight's traced runs, which also
+trace opens, and for everything where the notifier is not available.
+
+Why a compiled program. Each notification stops the calling process until the notifier answers, so
+the notifier's own time is the price of every program start; a C program answers in microseconds and
+starts in one, where a Python one costs far more on both. The source ships with the package and is
+compiled once per machine, compiler and source with the C compiler found on PATH (`CC`, else `cc`),
+into the user's cache folder; no compiler means no notifier, and the audit runs on strace as before.
+
+Where it is kept. `$XDG_CACHE_HOME/pytest-benchcell` (else `~/.cache/pytest-benchcell`, else, where
+HOME cannot be written, `pytest-benchcell-UID` in the temporary folder, made by and for this user
+alone), named by a hash of the source, the compiler and the machine, so a changed source or compiler builds anew and
+concurrent sittings (xdist workers) that build at once each rename a complete file into place. The
+sandbox shows the cache read-only to every command; without the sandbox it is a file the agent's user
+could replace, as are the strace logs (isolation.md says so).
+
+Whether it works here is checked once per process, like strace: the notifier runs `sh -c 'true;
+true'` and must record the shell and both children below it (a kernel without seccomp user
+notifications, openat2 or pidfd_getfd, or a container that refuses them, fails this and keeps strace).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from .strace_log import parse_strace_log
+
+BUILD_TIMEOUT_S = 60.0
+SOURCE_NAME = "exec_notifier.c"
+
+
+def source() -> bytes:
+    return resources.files("pytest_benchcell").joinpath("data", SOURCE_NAME).read_bytes()
+
+
+def cache_folders() -> list[Path]:
+    """Where the build is kept: the user's cache folder, else (a HOME that cannot be written) a
+    folder of this user's own in the temporary folder."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [Path(base) / "pytest-benchcell", Path(tempfile.gettempdir()) / f"pytest-benchcell-{os.geteuid()}"]
+
+
+def _own_folder(folder: Path) -> bool:
+    """Whether `folder` exists or was made here, is this user's and writable by no one else (a
+    program found in a folder another user could write would not be ours)."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = folder.stat()
+    except OSError:
+        return False
+    return status.st_uid == os.geteuid() and not status.st_mode & 0o022 and os.access(folder, os.W_OK)
+
+
+def compiler() -> str | None:
+    """The C compiler to build with: `CC` (its first word) when it names one on PATH, else cc, gcc, clang."""
+    named = (os.environ.get("CC") or "").split()
+    for candidate in ([named[0]] if named else []) + ["cc", "gcc", "clang"]:
+        found = shutil.which(candidate)
+        if found:
+            return os.path.realpath(found)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def find_notifier() -> tuple[str, str]:
+    """(the notifier's path, "") where it is built and works here, else ("", why not). Once per process."""
+    if platform.system() != "Linux":
+        return "", "not on Linux"
+    if platform.machine() not in ("x86_64", "aarch64"):
+        return "", f"no notifier for {platform.machine()}"
+    cc = compiler()
+    if cc is None:
+        return "", "no C compiler (cc) to build the exec notifier"
+    text = source()
+    key = hashlib.sha256(text + b"\0" + cc.encode() + b"\0" + platform.machine().encode()).hexdigest()[:16]
+    folder = next((folder for folder in cache_folders() if _own_folder(folder)), None)
+    if folder is None:
+        return "", f"no folder to build the exec notifier in ({', '.join(map(str, cache_folders()))})"
+    program = folder / f"exec-notifier-{key}"
+    if not os.access(program, os.X_OK):
+        built = _build(text, cc, program)
+        if built:
+            return "", built
+    if not _notifier_works(str(program)):
+        return "", "the exec notifier cannot watch programs here (seccomp user notifications refused?)"
+    return str(program), ""
+
+
+def _build(text: bytes, cc: str, program: Path) -> str:
+    """Compile the source into `program` (a complete file renamed into place); "" or why it failed."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="build-", dir=program.parent) as folder:
+            source_file = Path(folder) / SOURCE_NAME
+            source_file.write_bytes(text)
+            output = Path(folder) / "exec-notifier"
+            done = subprocess.run([cc, "-O2", "-o", str(output), str(source_file), "-pthread"],
+                                  capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                return f"the exec notifier did not build with {cc}: {first}"
+            output.chmod(0o555)
+            os.replace(output, program)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the exec notifier could not be built in {program.parent}: {exc}"
+    return ""
+
+
+def _notifier_works(program: str) -> bool:
+    """Run `sh -c 'true; true'` under the notifier: the shell and both children below it recorded."""
+    true = shutil.which("true") or "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="benchcell-notifier-") as folder:
+        log = Path(folder) / "log"
+        try:
+            done = subprocess.run([program, "-o", str(log), "--", "/bin/sh", "-c", f"{true}; {true}"],
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=10)  # fmt: skip
+            records = parse_strace_log(log.read_text(errors="replace"))
+        except (OSError, subprocess.SubprocessError):
+            return False
+    names = [Path(record.path).name for record in records]
+    return done.returncode == 0 and names == ["sh", "true", "true"] and records[1].parent == 0 == records[2].parent
