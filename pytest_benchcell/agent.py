@@ -112,6 +112,9 @@ def freeze_start() -> None:
     gc.freeze()
 
 
+IMPORT_SWITCH_INTERVAL_S = 0.0002  # the interpreter's thread switch interval while the SDK is imported
+
+
 class SdkImport:
     """The SDK imported on a thread of its own while the sitting collects and runs its pre-flight
     (whose time is mostly spent waiting for the commands it runs in the sandbox): a sitting starts
@@ -126,10 +129,20 @@ class SdkImport:
         self.thread.start()
 
     def _run(self) -> None:
+        import sys
+
+        # The import holds the interpreter lock for long stretches, and the main thread's pre-flight
+        # lets go of it at each system call (a stat, a write, a process started): at the default
+        # switch interval each one then waited up to 5 ms to get it back, which made the pre-flight
+        # several times slower while the import ran. A short interval while it runs keeps that wait small.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(IMPORT_SWITCH_INTERVAL_S)
         try:
             import_sdk()
         except BaseException as exc:  # handed to the thread that waits  # noqa: BLE001
             self.failure = exc
+        finally:
+            sys.setswitchinterval(interval)
 
     def wait(self) -> None:
         self.thread.join()

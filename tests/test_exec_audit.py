@@ -9,6 +9,7 @@ by the execution audit and stored invalid with its chain.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -536,6 +537,11 @@ tools = ["Bash"]
 binaries = ["greet", "git", "tracker"]
 path = ["bin"]
 
+[arms.tallied]                # a script that counts the probes of its start-up
+tools = ["Bash"]
+binaries = ["tally"]
+path = ["bin"]
+
 [tasks.work]
 tier = "read"
 intent = "Do the work."
@@ -601,6 +607,8 @@ def pytest_benchcell_script(trial, environment):
         steps = [sh(command) for command in BUILT_IN_CASES.values()] + [sh("git status --short")]
     elif trial.arm == "tamper":
         steps = [sh("git status --short"), sh(TAMPER)]
+    elif trial.arm == "tallied":
+        steps = [sh("tally one")]
     else:
         cases = dict(GIT_RULE_CASES, **(BUILT_IN_CASES if trial.arm == "git" else {{}}))
         steps = [sh(command) for command in cases.values()] + [sh("git x"), sh("git status --short")]
@@ -624,7 +632,21 @@ def bench(pytester: pytest.Pytester) -> pytest.Pytester:
     greet.chmod(0o755)
     (greet.parent / "tracker").write_text(TRACKER)
     (greet.parent / "tracker").chmod(0o755)
+    (greet.parent / "tally").write_text(TALLY.replace("MARKER", str(probe_marker(pytester))))
+    (greet.parent / "tally").chmod(0o755)
     return pytester
+
+
+TALLY = """#!/bin/sh
+# Writes a line each time the audit's probe (in a benchcell-probe- folder) starts it; python3 does the work.
+case "$PWD" in */benchcell-probe-*) echo probe >> MARKER ;; esac
+exec python3 -c 'import sys; print("tally", *sys.argv[1:])' "$@"
+"""
+
+
+def probe_marker(pytester: pytest.Pytester) -> Path:
+    """Where `tally` counts its probes: beside the bench folder (a file in it would change the bench)."""
+    return pytester.path.parent / f"{pytester.path.name}-probes.txt"
 
 
 def run(pytester: pytest.Pytester, arm: str) -> tuple[pytest.RunResult, dict]:
@@ -719,3 +741,15 @@ def test_legitimate_commands_stay_valid_under_the_execution_audit(bench: pytest.
     assert outputs[0].strip() == "12" and "hello from a here-document" in outputs[2]
     assert "1 file changed" in outputs[4]  # the commit ran (and with it `git maintenance run --auto`)
     assert outputs[-1].strip() == "1"  # tracker's one line
+
+
+@pytest.mark.e2e
+@needs_strace
+def test_xdist_workers_take_what_the_controllers_probe_learned(bench: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    result = bench.runpytest("--bench-arm", "tallied", "--bench-task", "work", "--bench-scripted", "--bench-trials", "4",
+                             "-n", "2", "-p", "no:randomly")  # fmt: skip
+    result.assert_outcomes(passed=4)
+    samples = [json.loads(line) for line in (bench.path / "results" / "scripted" / "tallied" / "work.jsonl").read_text().splitlines()]
+    assert [(sample["status"], sample["leaks"]) for sample in samples] == [("scored", [])] * 4  # python3: learned
+    assert probe_marker(bench).read_text().splitlines() == ["probe"]  # once, by the controller, for both workers

@@ -50,9 +50,10 @@ def test_the_xdist_benchmark_runs_every_guard_and_refuses_a_store_unlike_a_seria
     cell = tmp_path / "results" / "scripted" / "arm1" / "say-hello.jsonl"
     lines = cell.read_text().splitlines()
     second = json.loads(lines[1])
-    second["trial"] = 1  # two samples numbered 1: what a store must never hold
+    first = json.loads(lines[0])["trial"]  # the workers may have stored trial 2 first
+    second["trial"] = first  # two samples with one number: what a store must never hold
     cell.write_text("\n".join([lines[0], json.dumps(second)]) + "\n")
-    with pytest.raises(SystemExit, match=r"arm1: trial numbers \[1, 1\], expected 1..2 once each"):
+    with pytest.raises(SystemExit, match=rf"arm1: trial numbers \[{first}, {first}\], expected 1..2 once each"):
         script.check_store(tmp_path, 2, 2, 2)
     unaudited = json.loads(lines[1])
     unaudited["provenance"]["exec_audit"] = "off (strace is not installed)"

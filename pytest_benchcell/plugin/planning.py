@@ -94,12 +94,15 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     definitions = {cell: bench.definition(*cell, turn_cap=turn_cap, wall_clock_ms=wall_clock_ms) for cell in cells}
     sitting_id = worker_plan["sitting"] if worker_plan else new_sitting_id()
     preflight_notes: list[str] = []  # the pre-flight's summary lines (run here only for an xdist controller)
+    learned: list[list[Any]] = []  # what an xdist controller's probes learned, for its workers
     try:
         if worker_plan is not None:
             # xdist worker: the controller decided the numbers once for every worker, because the
             # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
-            if not collect_only and worker_plan.get("bench_path") != str(bench.path):
+            if worker_plan.get("bench_path") == str(bench.path):
+                _learn_from_controller(bench, arms, worker_plan.get("learned", []))
+            elif not collect_only:
                 # Another checkout (another machine): its sandbox is not the one the controller checked.
                 first_task: dict[str, str] = {}
                 for (arm, task), trials in numbers.items():
@@ -129,6 +132,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
                     if wanted[cell]:
                         arms_to_check.setdefault(cell[0], cell[1])
                 preflight_notes = _preflight(config, bench, arms_to_check, model_kind)
+                learned = _learned_for_workers()
                 numbers = {
                     cell: store.reserve_trials(Cell(model_kind, *cell), wanted[cell], sitting=sitting_id)
                     for cell in cells
@@ -158,6 +162,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
     ]  # fmt: skip
     state.extra["definitions"] = definitions
     state.extra["notes"] = preflight_notes
+    state.extra["learned"] = learned
     state.extra["planned"] = len(state.trials)  # before deselection: 0 means a fill found nothing to do
     if option.bench_fill == FILL_DECIDE:
         if worker_plan is None:  # workers run the controller's numbers; the plan's reasons live there
@@ -222,9 +227,10 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
     from ..confinement import start_arm_probes
     from ..preflight import run_preflight
 
-    if not _xdist_controller(config):  # this process runs the trials: their probes run beside the pre-flight
-        for arm in arms:
-            start_arm_probes(bench, bench.arms[arm])
+    # The binaries' start-up probes run beside the pre-flight: for this process's trials, or on an
+    # xdist controller for its workers on this machine (handed over in the plan: `teach_workers`).
+    for arm in arms:
+        start_arm_probes(bench, bench.arms[arm])
 
     try:
         found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
@@ -233,6 +239,24 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
     if found.refuses:
         raise pytest.UsageError(found.refusal(bench))
     return [line for line in (found.summary(), *found.notes) if line]
+
+
+def _learned_for_workers() -> list[list[Any]]:
+    """What this controller's probes learned (they ran beside its pre-flight), for the workers."""
+    from ..isolation.exec_audit import learned_so_far
+
+    return learned_so_far()
+
+
+def _learn_from_controller(bench: Bench, arms: list[str], learned: list[list[Any]]) -> None:
+    """A worker on the controller's machine takes what the controller's probes learned instead of
+    probing each binary again (one probe per sitting, not one per worker)."""
+    from ..confinement import exec_audit_state
+    from ..isolation.exec_audit import teach
+
+    for tracer in {exec_audit_state(bench, bench.arms[arm]) for arm in arms}:
+        if tracer.available:
+            teach(learned, tracer)
 
 
 def _xdist_controller(config: pytest.Config) -> bool:

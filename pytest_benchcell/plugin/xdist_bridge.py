@@ -49,6 +49,7 @@ class _XdistBridge:
                 "stop_file": str(stop_file(state.bench.root, state.sitting_id).resolve()),
                 "arm_stop_file": str(arm_stop_file(state.bench.root, state.sitting_id).resolve()),
                 "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
+                "learned": state.extra.get("learned", []),  # the controller's probes, for workers on its machine
                 "identity": identity(state.bench.root),  # a worker runs nothing on another plugin or commit
             }
         self._refuse_a_python_without_the_plugin(node)

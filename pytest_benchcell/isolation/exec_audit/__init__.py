@@ -87,7 +87,7 @@ from __future__ import annotations
 
 from .audit import BLOCKED_LIMIT, LOG_BYTE_LIMIT, LOG_COUNT_LIMIT, LOG_TOTAL_LIMIT, ExecAudit, ExecReport, start_probes
 from .failures import FailedRun, FailureJudge, ProgramFailure, failed_runs, program_failures
-from .policy import CLI_EMBEDDED_TOOLS, ExecLeak, ExecPolicy, check_records, is_program, learned_helpers
+from .policy import CLI_EMBEDDED_TOOLS, ExecLeak, ExecPolicy, check_records, is_program, learned_helpers, learned_so_far, teach
 from .strace_log import Access, ExecRecord, StraceLog, parse_strace, parse_strace_log
 from .tracer import (
     ACCESS_CALLS,
@@ -114,6 +114,8 @@ __all__ = [
     "StraceLog",
     "check_records",
     "learned_helpers",
+    "learned_so_far",
+    "teach",
     "is_program",
     "ExecAudit",
     "start_probes",

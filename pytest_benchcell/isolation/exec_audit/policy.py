@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .strace_log import ExecRecord
 from .tracer import CALIBRATION_TIMEOUT_S, Tracer, _trace
@@ -265,6 +266,29 @@ def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer)
             future = _PROBES[key] = Future()
             threading.Thread(target=_learn, args=(future, key), name="benchcell-probe", daemon=True).start()
     return future
+
+
+def learned_so_far() -> list[list[Any]]:
+    """Every probe of this process, waited for: [real path, probe arguments, search path, [the
+    helpers' real paths]] (JSON), for `teach` in another process of the sitting on this machine (an
+    xdist controller hands its workers what its probes learned, so no worker probes again)."""
+    finish_learning()
+    with _PROBES_LOCK:
+        done = list(_PROBES.items())
+    return [[real, list(args), search_path, sorted(future.result())]
+            for (real, args, search_path, _), future in done if future.exception() is None]  # fmt: skip
+
+
+def teach(learned: Sequence[Sequence[Any]], tracer: Tracer) -> None:
+    """Take what another process of the sitting learned (`learned_so_far`) as this process's probes
+    under `tracer`, for binaries whose file is still the one probed (the same real path)."""
+    with _PROBES_LOCK:
+        for real, args, search_path, paths in learned:
+            key = (str(real), tuple(str(arg) for arg in args), str(search_path), tracer)
+            if key not in _PROBES and os.path.exists(str(real)):
+                future: Future[frozenset[str]] = Future()
+                future.set_result(frozenset(str(path) for path in paths))
+                _PROBES[key] = future
 
 
 def finish_learning() -> None:
