@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -201,3 +202,24 @@ def test_where_home_cannot_be_written_it_is_built_in_a_temporary_folder_of_the_u
     (tmp_path / "tmp" / f"pytest-benchcell-{os.geteuid()}").chmod(0o777)  # another user could plant a program there
     program, why = eval(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
     assert program == "" and why.startswith("no folder to build the exec notifier in")
+
+
+@needs_notifier
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None or not os.path.exists("/usr/bin/python3"),
+                    reason="runs the notifier as nobody: needs root, runuser and a system python3")
+def test_a_start_whose_path_cannot_be_read_is_refused_not_run_unseen() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="benchcell-notifier-nobody-"))  # outside root's private temporary folders
+    try:
+        shutil.copy(NOTIFIER, folder / "notifier")
+        folder.chmod(0o755)
+        shutil.chown(folder, "nobody")
+        # As another user than root, the memory of a process that made itself non-dumpable cannot be read.
+        hidden = "import ctypes, os; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); os.execv('/bin/true', ['true'])"
+        done = subprocess.run(["runuser", "-u", "nobody", "--", str(folder / "notifier"), "-o", str(folder / "log"), "--",
+                               "/usr/bin/python3", "-c", hidden], capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 1 and "PermissionError" in done.stderr, done
+        log = parse_strace((folder / "log").read_text())
+        assert [Path(record.path).name for record in log.records] == ["python3"]  # true never ran
+        assert [(access.target, access.result) for access in log.accesses] == [("?", "EPERM")]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

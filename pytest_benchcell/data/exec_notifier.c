@@ -13,7 +13,7 @@
  *
  * What it writes, per call (the lines parse_strace reads):
  * - execve/execveat: the path and argv, read from the caller's memory before the kernel runs the
- *   call, and its outcome, decided the way the kernel decides it: the path resolved in the caller's
+ *   call (a call whose memory cannot be read here is refused with EPERM, never run unseen), and its outcome, decided the way the kernel decides it: the path resolved in the caller's
  *   own root and folder (openat2 RESOLVE_IN_ROOT under /proc/PID/root or /proc/PID/cwd), a regular
  *   file, on a mount without noexec, executable by the caller's user, starting with an ELF header or
  *   `#!`. A failed start (most of a PATH search) is written with its error and path only.
@@ -287,13 +287,23 @@ static int exec_outcome(pid_t tid, const struct caller *caller, int folder, cons
 
 static char path_buffer[MAX_STRING], argument_buffer[MAX_STRING];
 
-static void on_exec(const struct seccomp_notif *request, int at) {
+/* Returns the error to answer the call with instead of letting it run, or 0. */
+static int on_exec(const struct seccomp_notif *request, int at) {
     pid_t tid = request->pid;
     struct caller caller;
-    if (read_caller(tid, &caller) != 0) return;
+    if (read_caller(tid, &caller) != 0) return 0; /* gone: the call will not run */
     int cut;
     long length = read_string(tid, request->data.args[at ? 1 : 0], path_buffer, &cut);
-    if (length < 0) return;
+    if (length < 0 && errno == EFAULT) return 0; /* a bad address: the kernel refuses it as well */
+    if (length < 0) {
+        /* Its memory cannot be read here (a process that made itself non-dumpable, as another user
+         * than root without the sandbox): the start is refused rather than run unseen. */
+        introduce(caller.tgid);
+        fprintf(out, "%d %s(\"?\", 0x0, 0x0) = -1 EPERM (the exec notifier could not read the path)\n",
+                caller.tgid, at ? "execveat" : "execve");
+        fflush(out);
+        return EPERM;
+    }
     int folder = (int)request->data.args[0];
     int error = exec_outcome(tid, &caller, folder, path_buffer, at && folder != AT_FDCWD);
     introduce(caller.tgid);
@@ -306,7 +316,7 @@ static void on_exec(const struct seccomp_notif *request, int at) {
         const char *name = strerrorname_np(error);
         fprintf(line.stream, ", 0x0, 0x0) = -1 %s (%s)\n", name ? name : "EACCES", strerror(error));
         line_close(&line);
-        return;
+        return 0;
     }
     fputs(", [", line.stream);
     unsigned long argv = request->data.args[at ? 2 : 1];
@@ -326,6 +336,7 @@ static void on_exec(const struct seccomp_notif *request, int at) {
     fputs("], 0x0 /* env */) = 0\n", line.stream);
     line_close(&line);
     fflush(out); /* a program that starts is in the log before its first instruction */
+    return 0;
 }
 
 struct pending_connect {
@@ -570,12 +581,15 @@ int main(int argc, char **argv) {
             if (errno == EINTR || errno == ENOENT) continue;
             break;
         }
-        int taken = 0;
-        if (request->data.nr == __NR_execve) on_exec(request, 0);
-        else if (request->data.nr == __NR_execveat) on_exec(request, 1);
+        int taken = 0, refused = 0;
+        if (request->data.nr == __NR_execve) refused = on_exec(request, 0);
+        else if (request->data.nr == __NR_execveat) refused = on_exec(request, 1);
         else if (request->data.nr == __NR_exit_group) on_exit_group(request);
         else if (request->data.nr == __NR_connect) taken = on_connect(request);
-        if (!taken) {
+        if (refused) {
+            struct seccomp_notif_resp response = {.id = request->id, .error = -refused};
+            ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &response);
+        } else if (!taken) {
             struct seccomp_notif_resp response = {.id = request->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
             ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &response);
         }
