@@ -101,7 +101,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
             # workers' collections must be identical while other sittings may append meanwhile.
             numbers = {(arm, task): trials for arm, task, trials in worker_plan["numbers"]}
             if worker_plan.get("bench_path") == str(bench.path):
-                _learn_from_controller(bench, arms, worker_plan.get("learned", []))
+                _learn_from_controller(bench, arms, worker_plan.get("learned", []), worker_plan.get("host"))
             elif not collect_only:
                 # Another checkout (another machine): its sandbox is not the one the controller checked.
                 first_task: dict[str, str] = {}
@@ -228,7 +228,7 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
     from ..preflight import run_preflight
 
     # The binaries' start-up probes run beside the pre-flight: for this process's trials, or on an
-    # xdist controller for its workers on this machine (handed over in the plan: `teach_workers`).
+    # xdist controller for its workers on this machine (handed over in the plan: `_learned_for_workers`).
     for arm in arms:
         start_arm_probes(bench, bench.arms[arm])
 
@@ -242,18 +242,24 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
 
 
 def _learned_for_workers() -> list[list[Any]]:
-    """What this controller's probes learned (they ran beside its pre-flight), for the workers."""
+    """What this controller's probes learned (they ran beside its pre-flight), for the workers on its
+    machine (the plan's `host`)."""
     from ..isolation.exec_audit import learned_so_far
 
     return learned_so_far()
 
 
-def _learn_from_controller(bench: Bench, arms: list[str], learned: list[list[Any]]) -> None:
+def _learn_from_controller(bench: Bench, arms: list[str], learned: list[list[Any]], host: str | None) -> None:
     """A worker on the controller's machine takes what the controller's probes learned instead of
-    probing each binary again (one probe per sitting, not one per worker)."""
+    probing each binary again (one probe per sitting, not one per worker); a worker on another host
+    probes its own binaries."""
+    import socket
+
     from ..confinement import exec_audit_state
     from ..isolation.exec_audit import teach
 
+    if host != socket.gethostname():
+        return
     for tracer in {exec_audit_state(bench, bench.arms[arm]) for arm in arms}:
         if tracer.available:
             teach(learned, tracer)

@@ -3,6 +3,7 @@ a worker sends each stored sample on its trial's report."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ class _XdistBridge:
                 "arm_stop_file": str(arm_stop_file(state.bench.root, state.sitting_id).resolve()),
                 "bench_path": str(state.bench.path),  # a worker elsewhere runs the pre-flight on its own checkout
                 "learned": state.extra.get("learned", []),  # the controller's probes, for workers on its machine
+                "host": socket.gethostname(),
                 "identity": identity(state.bench.root),  # a worker runs nothing on another plugin or commit
             }
         self._refuse_a_python_without_the_plugin(node)
