@@ -74,6 +74,16 @@ def test_every_program_is_recorded_with_its_parent_chain_and_the_watcher_says_no
 
 
 @needs_both
+def test_programs_started_through_links_and_the_callers_own_files_are_recorded(tmp_path: Path, watcher: Tracer) -> None:
+    # Inside the sandbox /dev/fd and /proc/self name the command's process, which the observer is not.
+    command = "ln -s /bin/true here; ./here; exec 3< /bin/true; /dev/fd/3; /proc/self/exe -c true"
+    done, [text] = _run_audited(tmp_path, command, watcher)
+    assert done.returncode == 0, done
+    started = [record.path for record in parse_strace(text).records]
+    assert {"./here", "/dev/fd/3", "/proc/self/exe"} <= set(started), started
+
+
+@needs_both
 def test_nothing_inside_sees_signals_or_reads_the_observer(tmp_path: Path, watcher: Tracer) -> None:
     command = (
         "cat /proc/[0-9]*/comm | sort -u | tr '\\n' ' '; echo; "

@@ -67,9 +67,12 @@ def test_it_writes_what_strace_writes_for_the_same_command(tmp_path: Path) -> No
     (folder / "script").write_text("#!/bin/sh\nexec printf 'script ran\\n'\n")
     (folder / "script").chmod(0o755)
     (folder / "a-folder").mkdir(mode=0o755)
+    (folder / "absolute-link").symlink_to("/bin/true")  # resolved from the caller's root, not its folder
+    (folder / "relative-link").symlink_to("../tools/absolute-link")
     command = (
         f"cd {folder}; ./not-executable; ./no-interpreter; ./a-folder; ./missing; script | cat; "
-        "(sh -c 'ls / > /dev/null' &); wait; sh -c 'exit 3'; true"
+        "(sh -c 'ls / > /dev/null' &); wait; sh -c 'exit 3'; ./absolute-link; ./relative-link; "
+        "exec 3< /bin/true; /dev/fd/3; /proc/self/exe -c true; true"  # the caller's own fd and executable
     )
     env = {"PATH": f"{tmp_path / 'nowhere'}:{folder}:{os.environ['PATH']}", "LANG": "C"}
     status, by_notifier = notified(["bash", "-c", command], tmp_path / "notified.log", env=env)
@@ -88,6 +91,18 @@ def test_a_child_that_outlives_its_parent_keeps_its_parent(tmp_path: Path) -> No
     _, by_strace = traced(["bash", "-c", command], tmp_path / "traced.log")
     echo = [names for names in chain_names(by_notifier) if names[0] == "echo"]
     assert echo == [("echo", "sh", "bash")] == [names for names in chain_names(by_strace) if names[0] == "echo"]
+
+
+@needs_both
+def test_a_program_started_from_an_open_file_is_recorded_as_strace_records_it(tmp_path: Path) -> None:
+    # fexecve: execveat(fd, "", ..., AT_EMPTY_PATH). Read as a failed start, it would run unseen.
+    script = "import os; fd = os.open('/bin/true', os.O_RDONLY); os.execve(fd, ['true', 'from-a-file'], {})"
+    status, by_notifier = notified([sys.executable, "-c", script], tmp_path / "notified.log")
+    _, by_strace = traced([sys.executable, "-c", script], tmp_path / "traced.log")
+    assert status == 0
+    started = [(record.path, record.argv) for record in by_notifier.records if record.argv[:1] == ("true",)]
+    assert started == [("", ("true", "from-a-file"))] == [(record.path, record.argv) for record in by_strace.records if record.argv[:1] == ("true",)]
+    assert failed_starts(by_notifier) == [access for access in failed_starts(by_strace) if access[0] == ""]
 
 
 @needs_notifier

@@ -13,10 +13,12 @@
  *
  * What it writes, per call (the lines parse_strace reads):
  * - execve/execveat: the path and argv, read from the caller's memory before the kernel runs the
- *   call (a call whose memory cannot be read here is refused with EPERM, never run unseen), and its outcome, decided the way the kernel decides it: the path resolved in the caller's
- *   own root and folder (openat2 RESOLVE_IN_ROOT under /proc/PID/root or /proc/PID/cwd), a regular
- *   file, on a mount without noexec, executable by the caller's user, starting with an ELF header or
- *   `#!`. A failed start (most of a PATH search) is written with its error and path only.
+ *   call (a call whose memory cannot be read here is refused with EPERM, never run unseen), and its
+ *   outcome, decided the way the kernel decides it: the path walked one component at a time from the
+ *   caller's own root or folder (/proc/PID/root, /proc/PID/cwd: `resolve`), a regular file, on a
+ *   mount without noexec, executable by the caller's user, starting with an ELF header or `#!`. A
+ *   path through /proc (/dev/fd/3, /proc/self/exe: the caller's own files) is written as started. A
+ *   failed start (most of a PATH search) is written with its error and path only.
  * - the process tree: a process is introduced by `PARENT clone(...) = PID` lines when it first calls
  *   one of those, its parent read from /proc; a process that ends hands its children over first (read
  *   from /proc/PID/task/TID/children), so a child that outlives its parent keeps its real parent.
@@ -52,7 +54,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <limits.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -239,29 +243,125 @@ static int in_groups(const struct caller *caller, gid_t group) {
     return 0;
 }
 
-/* The error execve will return for this path, or 0 when it will start the program. */
-static int exec_outcome(pid_t tid, const struct caller *caller, int folder, const char *path, int relative_to_fd) {
-    char link[64];
-    if (path[0] == '/') {
-        snprintf(link, sizeof link, "/proc/%d/root", tid);
-        while (path[0] == '/') path++;
-    } else if (relative_to_fd) {
-        snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, folder);
-    } else {
-        snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+#define UNCERTAIN (-100000)
+#define PROC_MAGIC 0x9fa0
+
+/* The file `path` names for the process whose root is `root` and whose folder is `base` (taken over),
+ * walked one component at a time as the kernel walks it: an absolute link starts again from that
+ * root, ".." never climbs above it. Returns an fd of the file (O_RDONLY where it can be read, else
+ * O_PATH), -errno when the kernel would refuse the path, or UNCERTAIN when the walk enters /proc,
+ * whose "self" and fd links mean the caller, not this process (such a start is recorded as made). */
+static int resolve(int root, int base, const char *path) {
+    static char work[2 * MAX_STRING];
+    char component[NAME_MAX + 1];
+    struct stat root_status, status;
+    struct statfs filesystem;
+    int dir = base, links = 0;
+    size_t length = strlen(path);
+    if (length == 0) {
+        close(dir);
+        return -ENOENT;
     }
-    if (path[0] == 0) return ENOENT;
-    int base = open(link, O_PATH | O_CLOEXEC);
-    if (base < 0) return ENOENT;
-    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, .resolve = RESOLVE_IN_ROOT};
-    int fd = (int)syscall(SYS_openat2, base, path, &how, sizeof how);
-    if (fd < 0 && errno == EACCES) { /* unreadable here: its type and mode still decide */
-        how.flags = O_PATH | O_CLOEXEC;
-        fd = (int)syscall(SYS_openat2, base, path, &how, sizeof how);
+    if (length >= sizeof work || fstat(root, &root_status) != 0) {
+        close(dir);
+        return UNCERTAIN;
     }
-    int error = errno;
-    close(base);
-    if (fd < 0) return error == ENXIO ? EACCES : error;
+    memcpy(work, path, length + 1);
+    char *rest = work;
+    for (;;) {
+        while (*rest == '/') rest++;
+        if (*rest == 0) { /* the path ended on a folder */
+            close(dir);
+            return -EACCES;
+        }
+        char *slash = strchr(rest, '/');
+        size_t size = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (size > NAME_MAX) {
+            close(dir);
+            return -ENAMETOOLONG;
+        }
+        memcpy(component, rest, size);
+        component[size] = 0;
+        rest += size;
+        int last = strspn(rest, "/") == strlen(rest);
+        if (strcmp(component, ".") == 0 && !last) continue;
+        if (strcmp(component, "..") == 0) {
+            struct stat here;
+            if (fstat(dir, &here) == 0 && here.st_dev == root_status.st_dev && here.st_ino == root_status.st_ino) {
+                if (last) break;
+                continue; /* ".." of the root is the root */
+            }
+        }
+        int next = openat(dir, component, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            int error = errno;
+            close(dir);
+            return -error;
+        }
+        if (fstatfs(next, &filesystem) == 0 && filesystem.f_type == PROC_MAGIC) {
+            close(next);
+            close(dir);
+            return UNCERTAIN;
+        }
+        if (fstat(next, &status) != 0) {
+            close(next);
+            close(dir);
+            return UNCERTAIN;
+        }
+        if (S_ISLNK(status.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n = readlinkat(next, "", target, sizeof target - 1);
+            close(next);
+            if (n <= 0 || ++links > 40) {
+                close(dir);
+                return n <= 0 ? UNCERTAIN : -ELOOP;
+            }
+            target[n] = 0;
+            size_t left = strlen(rest);
+            if ((size_t)n + 1 + left >= sizeof work) {
+                close(dir);
+                return UNCERTAIN;
+            }
+            memmove(work + n + 1, rest, left + 1); /* the link's target, then what was left */
+            memcpy(work, target, (size_t)n);
+            work[n] = '/';
+            if (left == 0) work[n] = 0;
+            rest = work;
+            if (target[0] == '/') {
+                close(dir);
+                dir = dup(root);
+            }
+            continue;
+        }
+        if (last) {
+            close(dir);
+            if (!S_ISREG(status.st_mode)) {
+                close(next);
+                return -EACCES;
+            }
+            char reopen[64];
+            snprintf(reopen, sizeof reopen, "/proc/self/fd/%d", next);
+            int readable = open(reopen, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            if (readable >= 0) {
+                close(next);
+                return readable;
+            }
+            return next; /* unreadable here: its type and mode still decide */
+        }
+        if (!S_ISDIR(status.st_mode)) {
+            close(next);
+            close(dir);
+            return -ENOTDIR;
+        }
+        close(dir);
+        dir = next;
+    }
+    close(dir); /* the path ended on ".." at the root: a folder */
+    return -EACCES;
+}
+
+/* What the kernel says to starting the open file `fd` (closed here): 0, or the error. */
+static int judge_file(int fd, const struct caller *caller) {
     struct stat status;
     struct statvfs mount;
     int outcome = 0;
@@ -285,6 +385,36 @@ static int exec_outcome(pid_t tid, const struct caller *caller, int folder, cons
     return outcome;
 }
 
+/* The error execve will return for this path, or 0 when it will start the program. */
+static int exec_outcome(pid_t tid, const struct caller *caller, int folder, const char *path, int relative_to_fd,
+                        int empty_path) {
+    char link[64];
+    int fd;
+    if (path[0] == 0 && empty_path && relative_to_fd) { /* execveat(fd, "", ..., AT_EMPTY_PATH): fexecve */
+        snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, folder);
+        fd = open(link, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 && errno == EACCES) fd = open(link, O_PATH | O_CLOEXEC);
+        if (fd < 0) return errno == ENOENT ? EBADF : errno;
+        return judge_file(fd, caller);
+    }
+    int root, base;
+    snprintf(link, sizeof link, "/proc/%d/root", tid);
+    root = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return 0; /* cannot tell: recorded as started, never as a start that failed */
+    if (relative_to_fd) snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, folder);
+    else snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+    base = path[0] == '/' ? dup(root) : open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (base < 0) {
+        close(root);
+        return relative_to_fd ? EBADF : 0;
+    }
+    fd = resolve(root, base, path);
+    close(root);
+    if (fd == UNCERTAIN) return 0;
+    if (fd < 0) return -fd;
+    return judge_file(fd, caller);
+}
+
 static char path_buffer[MAX_STRING], argument_buffer[MAX_STRING];
 
 /* Returns the error to answer the call with instead of letting it run, or 0. */
@@ -305,7 +435,8 @@ static int on_exec(const struct seccomp_notif *request, int at) {
         return EPERM;
     }
     int folder = (int)request->data.args[0];
-    int error = exec_outcome(tid, &caller, folder, path_buffer, at && folder != AT_FDCWD);
+    int error = exec_outcome(tid, &caller, folder, path_buffer, at && folder != AT_FDCWD,
+                             at && (request->data.args[4] & AT_EMPTY_PATH));
     introduce(caller.tgid);
     struct line line;
     line_open(&line);
