@@ -28,7 +28,7 @@ needs_both = pytest.mark.skipif(
 def watcher(request: pytest.FixtureRequest) -> Tracer:
     """What watches a trial's commands: strace, or the exec notifier where it works here."""
     if request.param == "notifier" and not TRACER.notifier:
-        pytest.skip(f"the exec notifier cannot run here: {find_notifier()[1]}")
+        pytest.skip(f"the exec notifier cannot run here: {find_notifier()[1] or 'it does not watch programs here'}")
     return TRACER if request.param == "notifier" else replace(TRACER, notifier="")
 
 

@@ -45,7 +45,7 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def watcher(request: pytest.FixtureRequest) -> str:
     """What watches the commands: strace, or the exec notifier that watches a trial's where it works."""
     if request.param == "notifier" and not TRACER.notifier:
-        pytest.skip(f"the exec notifier cannot run here: {find_notifier()[1]}")
+        pytest.skip(f"the exec notifier cannot run here: {find_notifier()[1] or 'it does not watch programs here'}")
     return str(request.param)
 
 

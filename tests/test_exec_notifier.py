@@ -24,7 +24,8 @@ from pytest_benchcell.isolation.exec_audit import StraceLog, find_tracer, parse_
 from pytest_benchcell.isolation.exec_audit.notifier import compiler, find_notifier
 
 TRACER = find_tracer()
-NOTIFIER, WHY_NOT = find_notifier()
+NOTIFIER = TRACER.notifier  # built here and checked by the tracer
+WHY_NOT = find_notifier()[1] or TRACER.reason or "it does not work here (seccomp user notifications refused?)"
 needs_notifier = pytest.mark.skipif(not NOTIFIER, reason=f"the exec notifier cannot run here: {WHY_NOT}")
 needs_both = pytest.mark.skipif(not (NOTIFIER and TRACER.available), reason=f"needs strace and the notifier: {TRACER.reason or WHY_NOT}")
 

@@ -17,9 +17,9 @@ concurrent sittings (xdist workers) that build at once each rename a complete fi
 sandbox shows the cache read-only to every command; without the sandbox it is a file the agent's user
 could replace, as are the strace logs (isolation.md says so).
 
-Whether it works here is checked once per process, like strace: the notifier runs `sh -c 'true;
-true'` and must record the shell and both children below it (a kernel without seccomp user
-notifications, openat2 or pidfd_getfd, or a container that refuses them, fails this and keeps strace).
+Whether it works here is checked once per process with strace's own check (tracer.find_tracer: `sh -c
+'true; true'` must show the shell and both children below it; a kernel without seccomp user
+notifications, openat2 or pidfd_getfd, or a container that refuses them, fails it and keeps strace).
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ import subprocess
 import tempfile
 from importlib import resources
 from pathlib import Path
-
-from .strace_log import parse_strace_log
 
 BUILD_TIMEOUT_S = 60.0
 SOURCE_NAME = "exec_notifier.c"
@@ -74,7 +72,8 @@ def compiler() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def find_notifier() -> tuple[str, str]:
-    """(the notifier's path, "") where it is built and works here, else ("", why not). Once per process."""
+    """(the notifier's path, "") where it is built here, else ("", why not). Once per process; whether
+    it works here is the tracer's check (find_tracer)."""
     if platform.system() != "Linux":
         return "", "not on Linux"
     if platform.machine() not in ("x86_64", "aarch64"):
@@ -92,8 +91,6 @@ def find_notifier() -> tuple[str, str]:
         built = _build(text, cc, program)
         if built:
             return "", built
-    if not _notifier_works(str(program)):
-        return "", "the exec notifier cannot watch programs here (seccomp user notifications refused?)"
     return str(program), ""
 
 
@@ -115,17 +112,3 @@ def _build(text: bytes, cc: str, program: Path) -> str:
         return f"the exec notifier could not be built in {program.parent}: {exc}"
     return ""
 
-
-def _notifier_works(program: str) -> bool:
-    """Run `sh -c 'true; true'` under the notifier: the shell and both children below it recorded."""
-    true = shutil.which("true") or "/bin/true"
-    with tempfile.TemporaryDirectory(prefix="benchcell-notifier-") as folder:
-        log = Path(folder) / "log"
-        try:
-            done = subprocess.run([program, "-o", str(log), "--", "/bin/sh", "-c", f"{true}; {true}"],
-                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=10)  # fmt: skip
-            records = parse_strace_log(log.read_text(errors="replace"))
-        except (OSError, subprocess.SubprocessError):
-            return False
-    names = [Path(record.path).name for record in records]
-    return done.returncode == 0 and names == ["sh", "true", "true"] and records[1].parent == 0 == records[2].parent

@@ -256,9 +256,7 @@ def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer)
     """The probe of a binary's start-up, started once per process and key (the sitting's cache)."""
     real = shutil.which(program, path=search_path)
     if real is None or not tracer.available:
-        done: Future[frozenset[str]] = Future()
-        done.set_result(frozenset())
-        return done
+        return _known(frozenset())
     key = (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
     with _PROBES_LOCK:
         future = _PROBES.get(key)
@@ -286,9 +284,14 @@ def teach(learned: Sequence[Sequence[Any]], tracer: Tracer) -> None:
         for real, args, search_path, paths in learned:
             key = (str(real), tuple(str(arg) for arg in args), str(search_path), tracer)
             if key not in _PROBES and os.path.exists(str(real)):
-                future: Future[frozenset[str]] = Future()
-                future.set_result(frozenset(str(path) for path in paths))
-                _PROBES[key] = future
+                _PROBES[key] = _known(frozenset(str(path) for path in paths))
+
+
+def _known(helpers: frozenset[str]) -> Future[frozenset[str]]:
+    """A probe whose answer is known without running it."""
+    future: Future[frozenset[str]] = Future()
+    future.set_result(helpers)
+    return future
 
 
 def finish_learning() -> None:

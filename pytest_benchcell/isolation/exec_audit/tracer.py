@@ -96,7 +96,8 @@ def find_tracer() -> Tracer:
             for accesses in (True, False):
                 tracer = Tracer(True, program, version, seccomp, pidns_translation=pidns, accesses=accesses, taskset=taskset)
                 if _trace_works(tracer):
-                    return replace(tracer, notifier=find_notifier()[0])
+                    watched = replace(tracer, notifier=find_notifier()[0])  # a trial's commands under the notifier
+                    return watched if watched.notifier and _trace_works(watched, opens=False) else tracer
     return Tracer(False, program, version, reason=f"{program} cannot trace processes here (ptrace not permitted?)")
 
 
@@ -144,12 +145,13 @@ def _strace_version(program: str) -> str:
     return match.group(1) if match else "unknown"
 
 
-def _trace_works(tracer: Tracer) -> bool:
-    """Trace `sh -c 'true; true'` and check both the shell and its child were recorded."""
+def _trace_works(tracer: Tracer, opens: bool = True) -> bool:
+    """Trace `sh -c 'true; true'` and check both the shell and its child were recorded; without
+    `opens`, under the tracer's exec notifier (`_trace`)."""
     true = shutil.which("true") or "/bin/true"
     # With the opens: the pre-flight's traced runs name them, and a strace that does not know one
     # (arm64 has no `open`) must fall back to tracing program starts only.
-    traced = _trace(tracer, ["/bin/sh", "-c", f"{true}; {true}"], timeout=10, opens=True)
+    traced = _trace(tracer, ["/bin/sh", "-c", f"{true}; {true}"], timeout=10, opens=opens)
     if traced is None or traced[0] != 0:
         return False
     records = traced[1]
