@@ -42,6 +42,7 @@
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -212,28 +213,21 @@ static void introduce(pid_t pid) {
 static void hand_over_children(pid_t pid) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", pid);
-    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return;
-    char entries[8192];
-    long n;
-    while ((n = syscall(SYS_getdents64, dir, entries, sizeof entries)) > 0) {
-        for (long at = 0; at < n;) {
-            struct { unsigned long long ino; long long off; unsigned short reclen; unsigned char type; char name[]; } *entry = (void *)(entries + at);
-            at += entry->reclen;
-            pid_t tid = atoi(entry->name);
-            if (tid <= 0) continue;
-            char children[8192];
-            if (read_proc(pid, tid, "children", children, sizeof children) <= 0) continue;
-            for (char *word = strtok(children, " \n"); word; word = strtok(NULL, " \n")) {
-                pid_t child = atoi(word);
-                if (child > 0 && !is_known(child)) {
-                    fprintf(out, "%d clone(child_stack=NULL) = %d\n", pid, child);
-                    set_known(child);
-                }
+    DIR *tasks = opendir(path);
+    if (!tasks) return;
+    for (struct dirent *entry; (entry = readdir(tasks));) {
+        pid_t tid = atoi(entry->d_name);
+        char children[8192];
+        if (tid <= 0 || read_proc(pid, tid, "children", children, sizeof children) <= 0) continue;
+        for (char *word = strtok(children, " \n"); word; word = strtok(NULL, " \n")) {
+            pid_t child = atoi(word);
+            if (child > 0 && !is_known(child)) {
+                fprintf(out, "%d clone(child_stack=NULL) = %d\n", pid, child);
+                set_known(child);
             }
         }
     }
-    close(dir);
+    closedir(tasks);
 }
 
 static int in_groups(const struct caller *caller, gid_t group) {
