@@ -689,6 +689,8 @@ def test_ordinary_work_stays_valid_in_the_sandbox(pytester: pytest.Pytester, exe
     assert not problems, "\n".join(problems)
     if exec_audit == "auto" and sample["provenance"]["exec_audit"].startswith("on"):
         assert sample["exec_audit"]["programs"] >= 3  # the audit really watched
+        # Where the exec notifier works here, it watched this work, as root and as a user who builds it anew
+        assert sample["provenance"]["exec_audit"].startswith("on (exec notifier") == bool(find_tracer().notifier)
 
 
 @pytest.mark.e2e
