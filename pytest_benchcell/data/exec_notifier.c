@@ -506,9 +506,7 @@ static void *finish_connect(void *argument) {
     int result = connect(call->socket, (struct sockaddr *)call->address, call->length);
     int error = result == 0 ? 0 : errno;
     close(call->socket);
-    struct seccomp_notif_resp response = {.id = call->id, .val = 0, .error = error ? -error : 0, .flags = 0};
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &response);
-    struct line line;
+    struct line line; /* written before the caller goes on: a process's lines stay in the order of its calls */
     line_open(&line);
     fprintf(line.stream, "%d connect(%d, ", call->tgid, call->number);
     describe_address(line.stream, call->address, call->length);
@@ -520,6 +518,8 @@ static void *finish_connect(void *argument) {
     }
     line_close(&line);
     fflush(out);
+    struct seccomp_notif_resp response = {.id = call->id, .val = 0, .error = error ? -error : 0, .flags = 0};
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &response);
     free(call);
     return NULL;
 }
