@@ -203,12 +203,23 @@ class Preflight:
     broken: list[Broken] = field(default_factory=list)
     unjudged: list[Unjudged] = field(default_factory=list)  # checks that fail outside too: refused as well
     notes: list[str] = field(default_factory=list)  # checks it could not judge, arms it could not set up
+    noted: set[str] = field(default_factory=set)  # the arms the notes are about
     arms: list[str] = field(default_factory=list)  # the arms whose programs ran
     checks: int = 0
     seconds: float = 0.0
     mcp_failures: list[McpFailure] = field(default_factory=list)  # MCP servers that would leave an arm without its tools
     mcp_arms: list[str] = field(default_factory=list)  # the arms whose MCP servers were started
     mcp_servers: int = 0
+
+    def note(self, arm: str, text: str) -> None:
+        self.notes.append(text)
+        self.noted.add(arm)
+
+    def passed(self, arm: str) -> bool:
+        """Whether the arm's programs or MCP servers were checked and nothing at all was said of it."""
+        said = {item.arm for item in self.broken} | {item.arm for item in self.unjudged}
+        said |= {item.arm for item in self.mcp_failures} | self.noted
+        return arm in {*self.arms, *self.mcp_arms} and arm not in said
 
     @property
     def refuses(self) -> bool:
@@ -302,7 +313,7 @@ def run_preflight(bench: Bench, arms: Mapping[str, str], hooks: Any, model_kind:
                         asking.append((name, servers))
                         kept.enter_context(_until_answered(servers, environment_of_arm.pop_all()))
             except (HarnessError, ConfinementError) as exc:
-                found.notes.append(f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
+                found.note(name, f"pre-flight: arm {name} was not checked ({exc}); its trials will say what fails")
         for _name, servers in asking:
             found.mcp_failures += servers.result()
     found.seconds = time.monotonic() - started
@@ -365,7 +376,8 @@ def _check_arm(
                 broken = _try_spellings(arm, check, runner, confined, attempts)
                 if broken == FLAKY:  # works outside and inside: the check is that spelling
                     works = next(c for c in _spellings(check) if c not in {attempt[0] for attempt in attempts})
-                    found.notes.append(
+                    found.note(
+                        arm.name,
                         f"pre-flight: arm {arm.name}: {' and '.join(f'`{c}`' for c in check.commands)} fail outside the "
                         f"sandbox too; `{works}` works, in the sandbox as well (declare [arms.{arm.name}] preflight = "
                         f"{toml_list([works])}, or a command that does what trials do)"
@@ -374,9 +386,9 @@ def _check_arm(
             if isinstance(broken, Broken):
                 found.broken.append(broken)
             elif broken == FLAKY:
-                found.notes.append(f"pre-flight: arm {arm.name}: `{command}` failed once in the sandbox and worked when run again")
+                found.note(arm.name, f"pre-flight: arm {arm.name}: `{command}` failed once in the sandbox and worked when run again")
             elif check.endpoint:
-                found.notes.append(f"pre-flight: arm {arm.name}: {check.label} ({check.endpoint}) stopped answering outside the sandbox")
+                found.note(arm.name, f"pre-flight: arm {arm.name}: {check.label} ({check.endpoint}) stopped answering outside the sandbox")
             else:
                 found.unjudged.append(Unjudged(arm.name, check, attempts))
     except BaseException:

@@ -152,7 +152,8 @@ def test_what_the_agent_leaves_costs_no_sample_reveals_nothing_and_is_removed(py
     assert not any(Path(line).exists() for line in folders)
     assert Path(folder).name.startswith("benchcell-litter-litter-t1-") and not Path(folder).exists()
     assert paths["bench"].read_bytes() == bench_text and not paths["bench"].is_symlink()
-    assert {p.name for p in pytester.path.iterdir()} - {".pytest_cache", "__pycache__"} == {"bench.toml", "bin", "conftest.py", "results", "trial-folders.log"}
+    # .cache: the plugin's own folder in the user's cache (pytester's HOME is this folder): the pre-flight it passed
+    assert {p.name for p in pytester.path.iterdir()} - {".pytest_cache", "__pycache__", ".cache"} == {"bench.toml", "bin", "conftest.py", "results", "trial-folders.log"}
     # where bytecode is written: only pytest's cache of the bench's own conftest.py
     cached = pytester.path / "__pycache__"
     assert all(re.fullmatch(r"conftest\.cpython-\d+(-pytest-[\d.]+)?\.pyc", p.name) for p in (cached.iterdir() if cached.exists() else ()))

@@ -62,6 +62,9 @@ def _fill_target(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"{exc}, or {FILL_DECIDE}") from None
 
 
+PREFLIGHT_REMEMBERED, PREFLIGHT_ALWAYS = "remembered", "always"  # --bench-preflight's values
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("bench_config", "pytest-benchcell: the bench definition (relative to this ini file)", default="")
     group = parser.getgroup("benchcell", "benchcell: benchmark coding-agent tools one cell at a time")
@@ -107,6 +110,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "sample id counted once)")
     group.addoption("--bench-weights", default=None, dest="bench_weights", metavar="SPEC",
                     help="cost-equivalent weights for the report, e.g. cache_read=0.1,output=5 (default: [pricing])")
+    group.addoption("--bench-preflight", choices=(PREFLIGHT_REMEMBERED, PREFLIGHT_ALWAYS), default=PREFLIGHT_REMEMBERED,
+                    dest="bench_preflight", help="'always': run the pre-flight for every selected arm; default "
+                    "'remembered': not for an arm whose same pre-flight passed on this machine within a day, with "
+                    "the bench, its hooks, the arm's programs and the plugin as now")
     group.addoption("--bench-scripted", action="store_true", default=False, dest="bench_scripted",
                     help="play the bench's scripted model on 127.0.0.1 instead of a real model (no tokens spent)")  # fmt: skip
 

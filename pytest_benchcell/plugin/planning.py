@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .keys import MODEL_REAL, MODEL_SCRIPTED, WORKER_PLAN_KEY
-from .options import FILL_DECIDE, STORE_ALLOWED, _load, _store, _store_source
+from .options import FILL_DECIDE, PREFLIGHT_ALWAYS, STORE_ALLOWED, _load, _store, _store_source
 
 if TYPE_CHECKING:
     from ..allocation import DecidePlan
@@ -224,21 +224,34 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
         return []
     from ..agent import bundled_cli
     from ..config import BenchConfigError
-    from ..confinement import start_arm_probes
-    from ..preflight import run_preflight
+    from ..confinement import exec_audit_state, sandbox_state, start_arm_probes
+    from ..preflight import Preflight, run_preflight
+    from ..preflight_memory import PreflightMemory, arm_key, remembered_line
 
     # The binaries' start-up probes run beside the pre-flight: for this process's trials, or on an
     # xdist controller for its workers on this machine (handed over in the plan: `_learned_for_workers`).
     for arm in arms:
         start_arm_probes(bench, bench.arms[arm])
 
+    # An arm whose same pre-flight passed lately on this machine is not checked again (preflight_memory.py).
+    memory = PreflightMemory.in_user_cache() if config.option.bench_preflight != PREFLIGHT_ALWAYS else PreflightMemory(None)
+    keys = {
+        arm: arm_key(bench, arm, task, {"sandbox": repr(sandbox_state(bench, bench.arms[arm])),
+                                        "audit": repr(exec_audit_state(bench, bench.arms[arm]))})
+        for arm, task in arms.items()
+    }  # fmt: skip
+    remembered = {arm: record for arm in arms if (record := memory.recall(keys[arm])) is not None}
+    to_check = {arm: task for arm, task in arms.items() if arm not in remembered}
     try:
-        found = run_preflight(bench, arms, config.hook, model_kind, cli=bundled_cli())
+        found = run_preflight(bench, to_check, config.hook, model_kind, cli=bundled_cli()) if to_check else Preflight()
     except BenchConfigError as exc:  # a placeholder of a preflight command the environment does not supply
         raise pytest.UsageError(str(exc)) from None
     if found.refuses:
         raise pytest.UsageError(found.refusal(bench))
-    return [line for line in (found.summary(), *found.notes) if line]
+    for arm, task in to_check.items():
+        if found.passed(arm):
+            memory.remember(keys[arm], {"arm": arm, "task": task, "bench": str(bench.path)})
+    return [line for line in (found.summary(), remembered_line(remembered, memory.now), *found.notes) if line]
 
 
 def _learned_for_workers() -> list[list[Any]]:

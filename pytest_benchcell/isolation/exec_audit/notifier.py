@@ -34,30 +34,14 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from ...user_cache import cache_folder, cache_folders
+
 BUILD_TIMEOUT_S = 60.0
 SOURCE_NAME = "exec_notifier.c"
 
 
 def source() -> bytes:
     return resources.files("pytest_benchcell").joinpath("data", SOURCE_NAME).read_bytes()
-
-
-def cache_folders() -> list[Path]:
-    """Where the build is kept: the user's cache folder, else (a HOME that cannot be written) a
-    folder of this user's own in the temporary folder."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return [Path(base) / "pytest-benchcell", Path(tempfile.gettempdir()) / f"pytest-benchcell-{os.geteuid()}"]
-
-
-def _own_folder(folder: Path) -> bool:
-    """Whether `folder` exists or was made here, is this user's and writable by no one else (a
-    program found in a folder another user could write would not be ours)."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        status = folder.stat()
-    except OSError:
-        return False
-    return status.st_uid == os.geteuid() and not status.st_mode & 0o022 and os.access(folder, os.W_OK)
 
 
 def compiler() -> str | None:
@@ -83,7 +67,7 @@ def find_notifier() -> tuple[str, str]:
         return "", "no C compiler (cc) to build the exec notifier"
     text = source()
     key = hashlib.sha256(text + b"\0" + cc.encode() + b"\0" + platform.machine().encode()).hexdigest()[:16]
-    folder = next((folder for folder in cache_folders() if _own_folder(folder)), None)
+    folder = cache_folder()
     if folder is None:
         return "", f"no folder to build the exec notifier in ({', '.join(map(str, cache_folders()))})"
     program = folder / f"exec-notifier-{key}"
