@@ -1,7 +1,7 @@
 """What do the sandbox and the execution audit cost a sitting? Target: every guard on within 1.10x of both off.
 
     .venv/bin/python benchmarks/guards_cost.py [--pairs 3] [--task close-export] [--configs one two]
-        [--venvs current] [--load] [--commands] [--runs 15] [--preflight always]
+        [--venvs current] [--load] [--commands] [--runs 15] [--first-sittings]
 
 Runs the example bench's own sitting (this checkout's bench.toml, conftest.py and bench/, copied to
 a temporary folder twice: as shipped, and with `exec_audit = "off"` and `sandbox = "off"`):
@@ -30,9 +30,11 @@ made with `uv pip install --compile-bytecode` from uv's cache, which is what pip
 `--variants on off sandbox audit`: besides every guard on and both off, the sandbox alone and the
 audit alone (what each guard costs by itself), in the same rotation.
 
-`--preflight always`: every guarded sitting runs its pre-flight (`--bench-preflight always`), as a
-first sitting does; by default a pre-flight that passed is remembered and the later sittings skip it
-(the uncounted first round runs it), as a maintainer's later sittings of the same bench do.
+The sittings keep what the plugin keeps in the user's cache in a cache folder of this run's own
+(`XDG_CACHE_HOME`, with the exec notifier built into it once): by default a pre-flight that passed
+and each binary's probe are kept from the uncounted first round on, as a maintainer's later sittings
+of the same bench find them. `--first-sittings`: each sitting starts with neither (the notifier stays
+built), as the first sitting of a bench on a machine does.
 
 `--load`: a second sitting (guards on) runs in a loop beside the measured ones, on the other core.
 The load average is printed before and after every configuration.
@@ -152,11 +154,15 @@ def stop(process: subprocess.Popen[bytes] | None) -> None:
         process.wait()
 
 
-def sitting_command(python: str, task: str, workers: list[str], trials: int, preflight: str = "") -> list[str]:
-    """The sitting; `preflight` ("always") is passed as --bench-preflight (older checkouts lack it)."""
+def sitting_command(python: str, task: str, workers: list[str], trials: int) -> list[str]:
     return [python, "-m", "pytest", "--bench-arm", "cli-skill", "--bench-task", task, "--bench-scripted",
-            "--bench-trials", str(trials), "-p", "no:cacheprovider", "-q", *workers,
-            *(["--bench-preflight", preflight] if preflight else [])]  # fmt: skip
+            "--bench-trials", str(trials), "-p", "no:cacheprovider", "-q", *workers]  # fmt: skip
+
+
+def forget_kept(cache: Path) -> None:
+    """What a first sitting finds: no pre-flight passed, no probe kept (the notifier stays)."""
+    for name in ("preflight", "probes"):
+        shutil.rmtree(cache / "pytest-benchcell" / name, ignore_errors=True)
 
 
 def base_environment() -> dict[str, str]:
@@ -177,8 +183,10 @@ def measure_sittings(args, pythons: dict[str, str], folder: Path) -> list[str]:
         figures: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         for pair in range(args.pairs + 1):  # the first round warms the caches and is not counted
             for label, python in pythons.items():
-                command = sitting_command(python, args.task, workers, trials, "" if args.preflight == "remembered" else args.preflight)
+                command = sitting_command(python, args.task, workers, trials)
                 for variant in variants[pair % len(variants):] + variants[: pair % len(variants)]:
+                    if args.first_sittings:
+                        forget_kept(Path(env["XDG_CACHE_HOME"]))
                     wall, user, system, summary = run_reaped(command, benches[variant], env)
                     if pair:
                         figures.setdefault((label, variant), []).append((wall, user, system))
@@ -192,7 +200,7 @@ def measure_sittings(args, pythons: dict[str, str], folder: Path) -> list[str]:
                 wall_ratio, cpu_ratio = on[0] / off[0], (on[1] + on[2]) / (off[1] + off[2])
                 met = "met" if max(wall_ratio, cpu_ratio) <= TARGET_RATIO else "missed"
                 lines.append(
-                    f"{label}, {title}, {args.task} x{trials}, pre-flight {args.preflight}, guards {variant} / off: wall {on[0]:.2f} / {off[0]:.2f} s = "
+                    f"{label}, {title}, {args.task} x{trials}, {'first sittings' if args.first_sittings else 'later sittings'}, guards {variant} / off: wall {on[0]:.2f} / {off[0]:.2f} s = "
                     f"{wall_ratio:.2f}x; CPU {on[1] + on[2]:.2f} / {off[1] + off[2]:.2f} s = {cpu_ratio:.2f}x "
                     f"(sys {on[2]:.2f} / {off[2]:.2f}); load {before:.1f} -> {after:.1f}"
                     + (f"; target <= {TARGET_RATIO:.2f}x: {met}" if variant == "on" else "")
@@ -210,14 +218,16 @@ def main() -> int:
         return reap(sys.argv[2:])
     made = harness.parser(__doc__, pairs=3, task="close-export", configs=["one", "two"], venvs=["current"], load=False,
                           commands=False, runs=15, sittings=False, pythons=[sys.executable], variants=["on", "off"],
-                          preflight="remembered")  # fmt: skip
+                          first_sittings=False)  # fmt: skip
     args = made.parse_args()
     results: list[str] = []
     with tempfile.TemporaryDirectory(prefix="benchcell-guards-") as name:
         folder = Path(name)
+        os.environ["XDG_CACHE_HOME"] = str(folder / "cache")  # the sittings' own (see the docstring)
         loader = None
         if args.load:
-            loader = load_loop(sys.executable, copy_bench(folder / "load", True), base_environment())
+            loaded = {**base_environment(), "XDG_CACHE_HOME": str(folder / "load-cache")}  # none of its records
+            loader = load_loop(sys.executable, copy_bench(folder / "load", True), loaded)
             time.sleep(5)
         try:
             if args.commands:

@@ -102,14 +102,19 @@ class Confinement:
                 "have run outside it"
             )
         if self.audit is not None:
-            policy = self.audit.policy(
-                self.arm.name, self.arm.binaries, self.arm.helpers, self.folder / "bin", search_path(self.arm),
-                harmless, cli=cli, probes=self.arm.probes,
-            )
             ran = sum(
                 1 for call in sample["tool_calls"] if call["tool"] == "Bash" and call["allowed"] and call["is_error"] is False
             )
-            report = self.audit.report(policy, commands_ran=ran, judge=self.view.judge if self.view else None)
+            while True:
+                policy = self.audit.policy(
+                    self.arm.name, self.arm.binaries, self.arm.helpers, self.folder / "bin", search_path(self.arm),
+                    harmless, cli=cli, probes=self.arm.probes,
+                )
+                report = self.audit.report(policy, commands_ran=ran, judge=self.view.judge if self.view else None)
+                # Helpers kept from an earlier sitting (or handed over) that leave a program unexplained
+                # are learned again, and the trial judged with what the binary's start-up runs today.
+                if not report.leaks or not self.audit.probe_again(self.arm.binaries, search_path(self.arm), self.arm.probes):
+                    break
             self.exec_report = report.as_dict()
             self.blocked = [dict(entry) for entry in report.blocked]
             if self.view is not None:  # what the failed runs' outputs name: lookups that are no open

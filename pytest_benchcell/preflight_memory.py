@@ -22,24 +22,19 @@ of pytest.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
-import platform
-import socket
-import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .config import Bench
-from .user_cache import cache_folder
+from .user_cache import KEPT_S, Records, cache_folder, machine, plugin_digest
 
 __all__ = ["MEMORY_S", "PreflightMemory", "arm_key", "remembered_line"]
 
-MEMORY_S = 24 * 3600  # how long a pass is trusted without a change the hash sees
+MEMORY_S = KEPT_S  # how long a pass is trusted without a change the hash sees
 FORMAT = 1
 # Variables that differ between runs of the same sitting and reach no program the pre-flight runs.
 VOLATILE_VARIABLES = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
@@ -51,7 +46,7 @@ def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str]) -> str:
     names the sandbox's and the audit's programs as this process found them (their descriptions)."""
     ingredients = {
         "format": FORMAT,
-        "plugin": _plugin_digest(),
+        "plugin": plugin_digest(),
         "bench_file": str(bench.path),
         "bench_toml": _file_digest(bench.path),
         "hooks": _file_digest(bench.root / "conftest.py"),
@@ -59,7 +54,7 @@ def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str]) -> str:
         "task": task,
         "conditions": bench.conditions(arm, task),
         "tools": dict(sorted(tools.items())),
-        "machine": _machine(),
+        "machine": machine(),
         "user": [os.geteuid(), os.getegid(), sorted(os.getgroups())],
         "environment": sorted(
             (name, value)
@@ -70,55 +65,13 @@ def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(ingredients, sort_keys=True, default=str).encode()).hexdigest()
 
 
-class PreflightMemory:
+class PreflightMemory(Records):
     """The passes kept in `folder` (None: nothing is remembered, e.g. no cache folder of our own)."""
-
-    def __init__(self, folder: Path | None, *, now: float | None = None) -> None:
-        self.folder = folder
-        self.now = time.time() if now is None else now
 
     @classmethod
     def in_user_cache(cls) -> PreflightMemory:
         base = cache_folder()
         return cls(base / "preflight" if base is not None else None)
-
-    def recall(self, key: str) -> dict[str, Any] | None:
-        """The pass kept under `key` when it is younger than MEMORY_S (and not from the future), else None."""
-        if self.folder is None:
-            return None
-        try:
-            record = json.loads((self.folder / f"{key}.json").read_text())
-            passed_at = float(record["passed_at"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # none kept, or one that cannot be read: the pre-flight runs
-        if not 0 <= self.now - passed_at <= MEMORY_S:
-            return None
-        return dict(record)
-
-    def remember(self, key: str, record: Mapping[str, Any]) -> None:
-        """Keep a pass (best effort: a cache that cannot be written only means the pre-flight runs again)."""
-        if self.folder is None:
-            return
-        try:
-            self.folder.mkdir(mode=0o700, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=self.folder, prefix=".pass-", delete=False) as handle:
-                json.dump({**record, "passed_at": self.now}, handle)
-            os.replace(handle.name, self.folder / f"{key}.json")
-        except OSError:
-            pass
-
-
-@functools.lru_cache(maxsize=1)
-def _plugin_digest() -> str:
-    """The plugin's own files (its sandbox, its audit, its pre-flight) by name, size and modification
-    time: a plugin installed or edited anew checks again."""
-    package = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for file in sorted(package.rglob("*")):
-        if "__pycache__" not in file.parts and file.is_file():
-            status = file.stat()
-            digest.update(f"{file.relative_to(package)}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
-    return digest.hexdigest()
 
 
 def _file_digest(path: Path) -> str:
@@ -128,20 +81,11 @@ def _file_digest(path: Path) -> str:
         return ""
 
 
-@functools.lru_cache(maxsize=1)
-def _machine() -> list[str]:
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        boot = ""
-    return [socket.gethostname(), platform.release(), platform.machine(), boot]
-
-
 def remembered_line(remembered: Mapping[str, Mapping[str, Any]], now: float) -> str:
     """The summary's line for the arms whose pre-flight was remembered ("" for none)."""
     if not remembered:
         return ""
-    ages = ", ".join(f"{arm} (passed {_age(now - float(record['passed_at']))} ago)" for arm, record in sorted(remembered.items()))
+    ages = ", ".join(f"{arm} (passed {_age(now - float(record['kept_at']))} ago)" for arm, record in sorted(remembered.items()))
     word = "arm" if len(remembered) == 1 else "arms"
     return (
         f"pre-flight: not run again for {word} {ages}: nothing it depends on has changed since "

@@ -34,13 +34,13 @@ required_facts = ["3"]
 
 def test_a_pass_is_recalled_for_a_day_and_not_after_nor_from_a_clock_set_back(tmp_path: Path) -> None:
     PreflightMemory(tmp_path, now=10_000.0).remember("k", {"arm": "cli"})
-    assert PreflightMemory(tmp_path, now=10_000.0 + MEMORY_S - 1).recall("k") == {"arm": "cli", "passed_at": 10_000.0}
+    assert PreflightMemory(tmp_path, now=10_000.0 + MEMORY_S - 1).recall("k") == {"arm": "cli", "kept_at": 10_000.0}
     assert PreflightMemory(tmp_path, now=10_000.0 + MEMORY_S + 1).recall("k") is None
     assert PreflightMemory(tmp_path, now=9_000.0).recall("k") is None  # a pass "from the future" is not trusted
     assert PreflightMemory(tmp_path, now=10_000.0).recall("other") is None
 
 
-@pytest.mark.parametrize("text", ["", '{"arm": "cli", "passed_at": 10', '{"arm": "cli"}', '{"passed_at": "soon"}', "[1]"])
+@pytest.mark.parametrize("text", ["", '{"arm": "cli", "kept_at": 10', '{"arm": "cli"}', '{"kept_at": "soon"}', "[1]"])
 def test_a_torn_or_strange_record_is_no_pass(tmp_path: Path, text: str) -> None:
     (tmp_path / "k.json").write_text(text)
     assert PreflightMemory(tmp_path, now=10_000.0).recall("k") is None
@@ -55,7 +55,7 @@ def test_without_a_cache_folder_nothing_is_remembered() -> None:
 def test_a_record_is_written_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
     PreflightMemory(tmp_path / "preflight", now=5.0).remember("k", {"arm": "cli"})
     assert [path.name for path in (tmp_path / "preflight").iterdir()] == ["k.json"]
-    assert json.loads((tmp_path / "preflight" / "k.json").read_text()) == {"arm": "cli", "passed_at": 5.0}
+    assert json.loads((tmp_path / "preflight" / "k.json").read_text()) == {"arm": "cli", "kept_at": 5.0}
 
 
 def _bench(folder: Path, tool: str = "#!/bin/sh\necho 3\n") -> Path:
@@ -102,7 +102,7 @@ def test_the_key_changes_with_whatever_the_preflight_depends_on(tmp_path: Path, 
 
 def test_the_summary_line_names_each_arm_and_how_long_ago_it_passed() -> None:
     now = 100_000.0
-    line = remembered_line({"b": {"passed_at": now - 30}, "a": {"passed_at": now - 3 * 3600 - 120}}, now)
+    line = remembered_line({"b": {"kept_at": now - 30}, "a": {"kept_at": now - 3 * 3600 - 120}}, now)
     assert line == (
         "pre-flight: not run again for arms a (passed 3 h 02 min ago), b (passed less than a minute ago): nothing it "
         "depends on has changed since (--bench-preflight always runs it)"

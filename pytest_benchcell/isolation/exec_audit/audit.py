@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...leftovers import read_folder
 from .failures import FailedRun, FailureJudge, command_of_log, failed_runs, program_failures
-from .policy import ExecLeak, ExecPolicy, _chain, _check, _real, _under_wrappers_only, learned_helpers, start_learning
+from .policy import ExecLeak, ExecPolicy, _chain, _check, _real, _under_wrappers_only, learned_helpers, probe_again, start_learning
 from .strace_log import ExecRecord, StraceLog, parse_strace
 from .tracer import Tracer
 
@@ -141,6 +141,12 @@ class ExecAudit:
         }
         cli_paths = frozenset({os.path.realpath(cli)}) if cli else frozenset()
         return ExecPolicy(arm, self.shell, programs, linked, helpers, cli_paths, learned, self.wrappers)
+
+    def probe_again(self, binaries: Iterable[str], search_path: str, probes: Mapping[str, str] | None = None) -> bool:
+        """Learn again the helpers of the binaries this process took second-hand (policy.probe_again);
+        True when any was, so the policy is built again."""
+        again = [probe_again(name, _probe_argv(name, probes), search_path, self.tracer) for name in binaries]
+        return any(again)
 
     def report(self, policy: ExecPolicy, commands_ran: int = 0, judge: FailureJudge | None = None) -> ExecReport:
         """What ran over every Bash command of the trial, judged by the policy. `commands_ran`: the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...user_cache import Records, cache_folder, machine, plugin_digest
 from .strace_log import ExecRecord
 from .tracer import CALIBRATION_TIMEOUT_S, Tracer, _trace
 
@@ -253,7 +255,8 @@ _PROBES_LOCK = threading.Lock()
 
 
 def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> Future[frozenset[str]]:
-    """The probe of a binary's start-up, started once per process and key (the sitting's cache)."""
+    """The probe of a binary's start-up, started once per process and key (the sitting's cache),
+    unless an earlier sitting's is kept and still holds (`_recall`)."""
     real = shutil.which(program, path=search_path)
     if real is None or not tracer.available:
         return _known(frozenset())
@@ -261,9 +264,80 @@ def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer)
     with _PROBES_LOCK:
         future = _PROBES.get(key)
         if future is None:
-            future = _PROBES[key] = Future()
-            threading.Thread(target=_learn, args=(future, key), name="benchcell-probe", daemon=True).start()
+            kept = _recall(key)
+            if kept is not None:
+                future = _PROBES[key] = _known(kept)
+                _SECONDHAND.add(key)
+            else:
+                future = _PROBES[key] = Future()
+                threading.Thread(target=_learn, args=(future, key), name="benchcell-probe", daemon=True).start()
     return future
+
+
+def probe_again(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> bool:
+    """Where this process took a binary's helpers second-hand (kept from an earlier sitting, or
+    handed over by the xdist controller), forget them and run its probe now; True when it did, so
+    the caller judges again with what the start-up runs today (a trial that ran a program the kept
+    helpers do not explain must not be invalid for that alone)."""
+    real = shutil.which(program, path=search_path)
+    if real is None or not tracer.available:
+        return False
+    key = (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
+    with _PROBES_LOCK:
+        if key not in _SECONDHAND:
+            return False
+        _SECONDHAND.discard(key)
+        del _PROBES[key]
+    _kept().forget(_kept_key(key))
+    future: Future[frozenset[str]] = Future()
+    with _PROBES_LOCK:
+        _PROBES[key] = future
+    _learn(future, key)
+    return True
+
+
+# What a binary's start-up ran, kept between sittings in the user's cache (user_cache.Records) under
+# a hash of the binary's file (path, size, modification time, inode), the probe, the search path,
+# the watcher, the probe's variables, the plugin, the machine and the user; recalled only while every
+# helper file it names is still the same file (size, modification time, inode).
+_SECONDHAND: set[tuple[str, tuple[str, ...], str, Tracer]] = set()
+KEPT_FORMAT = 1
+
+
+def _kept() -> Records:
+    base = cache_folder()
+    return Records(base / "probes" if base is not None else None)
+
+
+def _kept_key(key: tuple[str, tuple[str, ...], str, Tracer]) -> str:
+    real, args, search_path, tracer = key
+    ingredients = [KEPT_FORMAT, plugin_digest(), machine(), os.geteuid(), real, _file_stat(real), list(args),
+                   search_path, repr(tracer), sorted(_probe_variables().items())]  # fmt: skip
+    return hashlib.sha256(json.dumps(ingredients).encode()).hexdigest()
+
+
+def _file_stat(path: str) -> list[int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return [status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev]
+
+
+def _recall(key: tuple[str, tuple[str, ...], str, Tracer]) -> frozenset[str] | None:
+    record = _kept().recall(_kept_key(key))
+    if record is None or not isinstance(record.get("helpers"), dict):
+        return None
+    helpers = record["helpers"]
+    if any(_file_stat(str(path)) != stat for path, stat in helpers.items()):
+        return None  # a helper was replaced or is gone: what the start-up runs may have changed
+    return frozenset(str(path) for path in helpers)
+
+
+def _keep(key: tuple[str, tuple[str, ...], str, Tracer], helpers: frozenset[str]) -> None:
+    stats = {path: _file_stat(path) for path in sorted(helpers)}
+    if all(stat is not None for stat in stats.values()):
+        _kept().remember(_kept_key(key), {"program": key[0], "helpers": stats})
 
 
 def learned_so_far() -> list[list[Any]]:
@@ -285,6 +359,7 @@ def teach(learned: Sequence[Sequence[Any]], tracer: Tracer) -> None:
             key = (str(real), tuple(str(arg) for arg in args), str(search_path), tracer)
             if key not in _PROBES and os.path.exists(str(real)):
                 _PROBES[key] = _known(frozenset(str(path) for path in paths))
+                _SECONDHAND.add(key)
 
 
 def _known(helpers: frozenset[str]) -> Future[frozenset[str]]:
@@ -304,17 +379,23 @@ def finish_learning() -> None:
 
 def _learn(future: Future[frozenset[str]], key: tuple[str, tuple[str, ...], str, Tracer]) -> None:
     try:
-        future.set_result(_probe_startup(*key))
+        helpers = _probe_startup(*key)
+        _keep(key, helpers)
+        future.set_result(helpers)
     except BaseException as exc:  # handed to whoever asks for the result  # noqa: BLE001
         future.set_exception(exc)
 
 
-def _probe_startup(real: str, args: tuple[str, ...], search_path: str, tracer: Tracer) -> frozenset[str]:
-    from ..hygiene import KEPT_NAMES  # the variables a trial's commands keep besides the SDK's own
+def _probe_variables() -> dict[str, str]:
+    """The variables a probe keeps: those a trial's commands keep besides the SDK's own."""
+    from ..hygiene import KEPT_NAMES
 
+    return {name: value for name, value in os.environ.items() if name in KEPT_NAMES or name.startswith("LC_")}
+
+
+def _probe_startup(real: str, args: tuple[str, ...], search_path: str, tracer: Tracer) -> frozenset[str]:
     with tempfile.TemporaryDirectory(prefix="benchcell-probe-") as home:
-        kept = {name: value for name, value in os.environ.items() if name in KEPT_NAMES or name.startswith("LC_")}
-        env = {**kept, "PATH": search_path, "HOME": home}
+        env = {**_probe_variables(), "PATH": search_path, "HOME": home}
         traced = _trace(tracer, [real, *args], timeout=CALIBRATION_TIMEOUT_S, env=env, cwd=home)
     if traced is None:
         return frozenset()  # the exit status does not matter: what the start-up ran does
