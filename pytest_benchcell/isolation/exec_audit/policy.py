@@ -226,7 +226,7 @@ def _real(path: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Helpers learned once per sitting: what a binary's own start-up runs
+# Helpers learned from a binary's own start-up, kept between sittings
 # --------------------------------------------------------------------------------------------
 
 
@@ -238,8 +238,9 @@ def learned_helpers(program: str, probe: Sequence[str], search_path: str, tracer
     `#!/bin/sh` wrapper's readlink and python3, and behind a version manager's python3 shim the
     bash, pyenv and readlink it starts before the real python3. The probe runs in an empty folder
     with an empty HOME, stdin closed, and the variables a trial's commands keep (locale, terminal),
-    so it sees the start-up a trial's command will have. Cached per sitting by the binary's real
-    path, the probe and the search path; `start_learning` starts it early.
+    so it sees the start-up a trial's command will have. Cached per process by the binary's real
+    path, the probe and the search path, and kept between sittings (`_recall`, `probe_again`);
+    `start_learning` starts it early.
     """
     return _probe(program, probe, search_path, tracer).result()
 
@@ -283,15 +284,13 @@ def probe_again(program: str, probe: Sequence[str], search_path: str, tracer: Tr
     if real is None or not tracer.available:
         return False
     key = (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
+    future: Future[frozenset[str]] = Future()
     with _PROBES_LOCK:
         if key not in _SECONDHAND:
             return False
         _SECONDHAND.discard(key)
-        del _PROBES[key]
+        _PROBES[key] = future  # whoever asks meanwhile waits for this probe, not the kept answer
     _kept().forget(_kept_key(key))
-    future: Future[frozenset[str]] = Future()
-    with _PROBES_LOCK:
-        _PROBES[key] = future
     _learn(future, key)
     return True
 
