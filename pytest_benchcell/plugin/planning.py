@@ -234,13 +234,14 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
         start_arm_probes(bench, bench.arms[arm])
 
     # An arm whose same pre-flight passed lately on this machine is not checked again (preflight_memory.py).
-    memory = PreflightMemory.in_user_cache() if config.option.bench_preflight != PREFLIGHT_ALWAYS else PreflightMemory(None)
+    memory = PreflightMemory.in_user_cache()  # `always` checks every arm, and keeps what passes for later sittings
     keys = {
         arm: arm_key(bench, arm, task, {"sandbox": repr(sandbox_state(bench, bench.arms[arm])),
                                         "audit": repr(exec_audit_state(bench, bench.arms[arm]))})
         for arm, task in arms.items()
     }  # fmt: skip
-    remembered = {arm: record for arm in arms if (record := memory.recall(keys[arm])) is not None}
+    recall = config.option.bench_preflight != PREFLIGHT_ALWAYS
+    remembered = {arm: record for arm in arms if recall and (record := memory.recall(keys[arm])) is not None}
     to_check = {arm: task for arm, task in arms.items() if arm not in remembered}
     try:
         found = run_preflight(bench, to_check, config.hook, model_kind, cli=bundled_cli()) if to_check else Preflight()
