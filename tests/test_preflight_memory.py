@@ -170,3 +170,17 @@ def test_the_option_takes_only_its_two_values(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--bench-preflight", "never")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--bench-preflight: invalid choice: 'never' (choose from 'remembered', 'always')"])
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+@needs_sandbox
+def test_under_xdist_the_controller_remembers_and_recalls_the_pass(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, wrapper='readable = ["tracker.py"]')
+    first = sitting(pytester, "wrapper", "-n", "2", "--bench-trials", "2")
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines([RAN])
+    second = sitting(pytester, "wrapper", "-n", "2", "--bench-trials", "2")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines([NOT_AGAIN])
+    assert sorted(sample["trial"] for sample in samples(pytester, "wrapper")) == [1, 2, 3, 4]
