@@ -23,7 +23,8 @@ says nothing about the sandbox and is only noted. An arm's MCP servers are check
 environment, outside the sandbox as in a trial (preflight_mcp.py): a server that exits, hangs or
 lacks a tool the arm declares refuses the sitting too. Then the environment is torn down.
 
-Knows nothing of pytest: plugin.py calls `run_preflight` and turns its refusal into a UsageError.
+Knows nothing of pytest: plugin/planning.py calls `run_preflight` for the arms whose same pre-flight
+did not pass lately (preflight_memory.py) and turns its refusal into a UsageError.
 """
 
 from __future__ import annotations
