@@ -2,8 +2,9 @@
 does not run the same pre-flight again.
 
 The pre-flight (preflight.py) asks whether the sandbox breaks an arm's programs. Its answer depends
-on what it runs and where: the bench (bench.toml and the hooks in the conftest.py beside it), the
-arm's programs as the cell's conditions identify them (each binary's content, the files a script
+on what it runs and where: the bench (bench.toml, the hooks in the conftest.py beside it, and the
+files of the bench folder by name, size and modification time), the arm's programs as the cell's
+conditions identify them (each binary's content, the files a script
 names, its version line; an MCP server's files), the plugin itself, the sandbox's and the audit's
 programs, the machine (host, kernel, boot), the user, and the harness's environment. A pass is kept
 under a hash of all of these for the arm and the task its environment is provisioned for; a later
@@ -11,8 +12,8 @@ sitting within MEMORY_S of it whose hash is the same skips that arm's pre-flight
 change to any of them, a reboot or a day passing runs it again, and so does a pre-flight that found
 anything to say (a refusal or a note): only clean passes are kept.
 
-What the hash cannot see is named in isolation.md: a library the program imports, changed in place
-(its content is not the program's own file). `--bench-preflight always` runs the pre-flight whatever
+What the hash cannot see is named in isolation.md: a library the program imports from outside the
+bench folder (or from a virtual environment in it), changed in place. `--bench-preflight always` runs the pre-flight whatever
 is remembered.
 
 Each pass is one small JSON file in the user's cache (user_cache.py), written whole and renamed into
@@ -36,20 +37,27 @@ __all__ = ["MEMORY_S", "PreflightMemory", "arm_key", "remembered_line"]
 
 MEMORY_S = KEPT_S  # how long a pass is trusted without a change the hash sees
 FORMAT = 1
+# Folders of the bench folder whose files are not part of the hash: version control, caches,
+# virtual environments and node_modules (thousands of files a sitting need not stat).
+SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                             ".tox", ".nox", ".venv", "venv", "node_modules", ".cache"})  # fmt: skip
+MAX_BENCH_FILES = 20_000  # files of the bench folder hashed, at most
 # Variables that differ between runs of the same sitting and reach no program the pre-flight runs.
 VOLATILE_VARIABLES = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 VOLATILE_PREFIXES = ("PYTEST_",)
 
 
-def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str]) -> str:
+def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str], *, store: Path | None = None) -> str:
     """The hash of everything the pre-flight of `arm` (provisioned for `task`) depends on; `tools`
-    names the sandbox's and the audit's programs as this process found them (their descriptions)."""
+    names the sandbox's and the audit's programs as this process found them (their descriptions);
+    `store`: the sitting's store, when not the bench's own (its files are not the bench's)."""
     ingredients = {
         "format": FORMAT,
         "plugin": plugin_digest(),
         "bench_file": str(bench.path),
         "bench_toml": _file_digest(bench.path),
         "hooks": _file_digest(bench.root / "conftest.py"),
+        "bench_files": _bench_files(bench, store),
         "arm": arm,
         "task": task,
         "conditions": bench.conditions(arm, task),
@@ -72,6 +80,34 @@ class PreflightMemory(Records):
     def in_user_cache(cls) -> PreflightMemory:
         base = cache_folder()
         return cls(base / "preflight" if base is not None else None)
+
+
+def _bench_files(bench: Bench, store: Path | None) -> str:
+    """The files of the bench folder by name, size and modification time (a module the arm's program
+    imports from it, a data file it reads), but for its store, this cache, version control, caches,
+    virtual environments and node_modules: what a sitting itself writes there, or too much to walk."""
+    skip = {os.path.realpath(bench.store), *([os.path.realpath(store)] if store is not None else [])}
+    base = cache_folder()
+    if base is not None:
+        skip.add(os.path.realpath(base))
+    digest = hashlib.sha256()
+    count = 0
+    for folder, folders, files in os.walk(bench.root):
+        folders[:] = sorted(
+            name for name in folders
+            if name not in SKIPPED_FOLDERS and os.path.realpath(os.path.join(folder, name)) not in skip
+        )  # fmt: skip
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            try:
+                status = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            digest.update(f"{os.path.relpath(path, bench.root)}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+            count += 1
+            if count >= MAX_BENCH_FILES:
+                return digest.hexdigest() + "+more"
+    return digest.hexdigest()
 
 
 def _file_digest(path: Path) -> str:

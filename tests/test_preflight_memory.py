@@ -73,31 +73,40 @@ def _key(bench_toml: Path, tools: dict[str, str] = TOOLS) -> str:
 
 def test_the_key_changes_with_whatever_the_preflight_depends_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bench_toml = _bench(tmp_path)
-    first = _key(bench_toml)
-    assert _key(bench_toml) == first
+    before = _key(bench_toml)
+    assert _key(bench_toml) == before
     monkeypatch.setenv("PWD", "/elsewhere")  # what differs between runs and reaches no program
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "x")
-    assert _key(bench_toml) == first
+    assert _key(bench_toml) == before
 
-    changed = []
-    _bench(tmp_path, tool="#!/bin/sh\necho three\n")  # the arm's program (its identity)
-    changed.append(_key(bench_toml))
-    _bench(tmp_path)
-    assert _key(bench_toml) == first
-    (tmp_path / "bench.toml").write_text(BENCH + "\n# a comment\n")  # the bench file, byte for byte
-    changed.append(_key(bench_toml))
-    _bench(tmp_path)
-    (tmp_path / "conftest.py").write_text("def pytest_benchcell_provision(trial):\n    return 1\n")  # the hooks
-    changed.append(_key(bench_toml))
-    _bench(tmp_path)
-    changed.append(_key(bench_toml, {**TOOLS, "sandbox": "bwrap 0.9"}))  # the sandbox's program
-    monkeypatch.setenv("SOME_SETTING", "1")  # the harness's environment
-    changed.append(_key(bench_toml))
+    def changes(change: str) -> None:
+        nonlocal before
+        after = _key(bench_toml)
+        assert after != before, change
+        before = after
+
+    _bench(tmp_path, tool="#!/bin/sh\necho three\n")
+    changes("the arm's program (its identity)")
+    (tmp_path / "bench.toml").write_text(BENCH + "\n# a comment\n")
+    changes("the bench file, byte for byte")
+    (tmp_path / "conftest.py").write_text("def pytest_benchcell_provision(trial):\n    return 1\n")
+    changes("the hooks")
+    assert _key(bench_toml, {**TOOLS, "sandbox": "bwrap 0.9"}) != before  # the sandbox's program
+    monkeypatch.setenv("SOME_SETTING", "1")
+    changes("the harness's environment")
     monkeypatch.delenv("SOME_SETTING")
-    assert _key(bench_toml) == first
-    copy = _bench(tmp_path / "copy")  # the same bench in another folder: other paths in its sandbox
-    changed.append(_key(copy))
-    assert len({first, *changed}) == len(changed) + 1
+    changes("the harness's environment, again")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper.py").write_text("x = 1\n")
+    changes("a module the program imports, named nowhere")
+    (tmp_path / "lib" / "helper.py").write_text("x = 22\n")
+    changes("the same module, edited")
+    assert _key(_bench(tmp_path.parent / f"{tmp_path.name}-copy")) != before  # another folder: other paths in its sandbox
+    for written in ("bench/results/scripted/cli/count.jsonl", "__pycache__/conftest.pyc", ".pytest_cache/v/x",
+                    ".venv/lib/site.py", "node_modules/x/index.js", ".git/index", "elsewhere-store/x.jsonl"):  # fmt: skip
+        (tmp_path / written).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / written).write_text("what a sitting, a cache or an install writes")
+    assert arm_key(load_bench(bench_toml), "cli", "count", TOOLS, store=tmp_path / "elsewhere-store") == before
 
 
 def test_the_summary_line_names_each_arm_and_how_long_ago_it_passed() -> None:
@@ -149,6 +158,23 @@ def test_a_program_changed_after_its_pass_is_checked_again_and_refused_if_the_sa
     assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str()
     refused.stderr.fnmatch_lines(["*works outside the sandbox*and fails inside it*"])
     assert len(samples(pytester, "wrapper")) == 2  # nothing reserved, nothing recorded
+
+
+@pytest.mark.e2e
+@needs_sandbox
+def test_a_module_the_program_imports_from_the_bench_changed_after_its_pass_is_checked_again(pytester: pytest.Pytester) -> None:
+    write_bench(pytester, package='readable = ["pkgtool"]')
+    sitting(pytester, "package").assert_outcomes(passed=1)
+    sitting(pytester, "package").stdout.fnmatch_lines([NOT_AGAIN.replace("wrapper", "package")])
+    # pkgcli names no file of its package: the bench folder's files are what changed.
+    (pytester.path / "pkgtool" / "__init__.py").write_text(
+        "import sys\nfrom pathlib import Path\n"
+        "def main():\n    (Path(__file__).resolve().parent.parent / 'data' / 'summary.txt').read_text()\n"
+        "    print('usage: pkgcli list' if sys.argv[1:] == ['--help'] else '3 open issues')\n"
+    )
+    refused = sitting(pytester, "package")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str()
+    refused.stderr.fnmatch_lines(["*works outside the sandbox*and fails inside it*"])
 
 
 @pytest.mark.e2e

@@ -108,7 +108,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
                 for (arm, task), trials in numbers.items():
                     if trials:
                         first_task.setdefault(arm, task)
-                preflight_notes = _preflight(config, bench, first_task, model_kind)
+                preflight_notes = _preflight(config, bench, first_task, model_kind, store.root)
             scored = dict.fromkeys(cells, 0)  # the tally lives on the controller
             counts = {}
         else:
@@ -131,7 +131,7 @@ def _plan_sitting(config: pytest.Config) -> SittingState:
                 for cell in cells:
                     if wanted[cell]:
                         arms_to_check.setdefault(cell[0], cell[1])
-                preflight_notes = _preflight(config, bench, arms_to_check, model_kind)
+                preflight_notes = _preflight(config, bench, arms_to_check, model_kind, store.root)
                 learned = _learned_for_workers()
                 numbers = {
                     cell: store.reserve_trials(Cell(model_kind, *cell), wanted[cell], sitting=sitting_id)
@@ -216,7 +216,7 @@ def _decide(option: Any, bench: Bench, store: Store, model_kind: str, arms: list
                         trials=option.bench_trials, budget=option.bench_budget)  # fmt: skip
 
 
-def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_kind: str) -> list[str]:
+def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_kind: str, store: Path) -> list[str]:
     """The pre-flight (preflight.py) before any number is reserved: refuses a sitting whose arm's
     programs work outside the sandbox and fail inside it, or fail outside it too; else the lines for the
     sitting's summary."""
@@ -237,7 +237,7 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
     memory = PreflightMemory.in_user_cache()  # `always` checks every arm, and keeps what passes for later sittings
     keys = {
         arm: arm_key(bench, arm, task, {"sandbox": repr(sandbox_state(bench, bench.arms[arm])),
-                                        "audit": repr(exec_audit_state(bench, bench.arms[arm]))})
+                                        "audit": repr(exec_audit_state(bench, bench.arms[arm]))}, store=store)
         for arm, task in arms.items()
     }  # fmt: skip
     recall = config.option.bench_preflight != PREFLIGHT_ALWAYS

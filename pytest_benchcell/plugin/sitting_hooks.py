@@ -84,7 +84,7 @@ class SittingPlugin:
         if any(state.bench.arms[arm].mcp_servers for arm in arms):
             self.wait_for_sdk()  # the pre-flight speaks MCP: one thread imports `mcp` at a time
         try:
-            state.extra["notes"] += _preflight(self.config, state.bench, arms, state.model_kind)
+            state.extra["notes"] += _preflight(self.config, state.bench, arms, state.model_kind, state.store.root)
         except pytest.UsageError:
             state.extra["refused"] = True  # nothing ran: no sitting summary under the refusal
             raise
