@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import Bench
-from .user_cache import KEPT_S, Records, cache_folder, machine, plugin_digest
+from .user_cache import KEPT_S, Records, cache_folder, files_digest, machine, plugin_digest
 
-__all__ = ["MEMORY_S", "PreflightMemory", "arm_key", "remembered_line"]
+__all__ = ["MEMORY_S", "PreflightMemory", "arm_keys", "remembered_line"]
 
 MEMORY_S = KEPT_S  # how long a pass is trusted without a change the hash sees
 FORMAT = 1
@@ -47,21 +47,22 @@ VOLATILE_VARIABLES = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 VOLATILE_PREFIXES = ("PYTEST_",)
 
 
-def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str], *, store: Path | None = None) -> str:
-    """The hash of everything the pre-flight of `arm` (provisioned for `task`) depends on; `tools`
-    names the sandbox's and the audit's programs as this process found them (their descriptions);
-    `store`: the sitting's store, when not the bench's own (its files are not the bench's)."""
-    ingredients = {
+def arm_keys(bench: Bench, arms: Mapping[str, str], tools: Mapping[str, Mapping[str, str]], *,
+             store: Path | None = None) -> dict[str, str]:
+    """Per arm (-> the task its environment is provisioned for), the hash of everything its
+    pre-flight depends on; `tools[arm]` names the sandbox's and the audit's programs as this process
+    found them (their descriptions); `store`: the sitting's store, when not the bench's own (its files
+    are not the bench's). What all arms share is read once."""
+    base = cache_folder()
+    skipped = {bench.store, *([store] if store is not None else []), *([base] if base is not None else [])}
+    shared = {
         "format": FORMAT,
         "plugin": plugin_digest(),
         "bench_file": str(bench.path),
         "bench_toml": _file_digest(bench.path),
         "hooks": _file_digest(bench.root / "conftest.py"),
-        "bench_files": _bench_files(bench, store),
-        "arm": arm,
-        "task": task,
-        "conditions": bench.conditions(arm, task),
-        "tools": dict(sorted(tools.items())),
+        "bench_files": files_digest(bench.root, skip_names=SKIPPED_FOLDERS,
+                                    skip_paths=frozenset(os.path.realpath(path) for path in skipped), limit=MAX_BENCH_FILES),
         "machine": machine(),
         "user": [os.geteuid(), os.getegid(), sorted(os.getgroups())],
         "environment": sorted(
@@ -69,8 +70,16 @@ def arm_key(bench: Bench, arm: str, task: str, tools: Mapping[str, str], *, stor
             for name, value in os.environ.items()
             if name not in VOLATILE_VARIABLES and not name.startswith(VOLATILE_PREFIXES)
         ),
-    }
-    return hashlib.sha256(json.dumps(ingredients, sort_keys=True, default=str).encode()).hexdigest()
+    }  # fmt: skip
+    return {
+        arm: hashlib.sha256(
+            json.dumps(
+                {**shared, "arm": arm, "task": task, "conditions": bench.conditions(arm, task), "tools": dict(sorted(tools[arm].items()))},
+                sort_keys=True, default=str,
+            ).encode()
+        ).hexdigest()
+        for arm, task in arms.items()
+    }  # fmt: skip
 
 
 class PreflightMemory(Records):
@@ -78,36 +87,7 @@ class PreflightMemory(Records):
 
     @classmethod
     def in_user_cache(cls) -> PreflightMemory:
-        base = cache_folder()
-        return cls(base / "preflight" if base is not None else None)
-
-
-def _bench_files(bench: Bench, store: Path | None) -> str:
-    """The files of the bench folder by name, size and modification time (a module the arm's program
-    imports from it, a data file it reads), but for its store, this cache, version control, caches,
-    virtual environments and node_modules: what a sitting itself writes there, or too much to walk."""
-    skip = {os.path.realpath(bench.store), *([os.path.realpath(store)] if store is not None else [])}
-    base = cache_folder()
-    if base is not None:
-        skip.add(os.path.realpath(base))
-    digest = hashlib.sha256()
-    count = 0
-    for folder, folders, files in os.walk(bench.root):
-        folders[:] = sorted(
-            name for name in folders
-            if name not in SKIPPED_FOLDERS and os.path.realpath(os.path.join(folder, name)) not in skip
-        )  # fmt: skip
-        for name in sorted(files):
-            path = os.path.join(folder, name)
-            try:
-                status = os.stat(path, follow_symlinks=False)
-            except OSError:
-                continue
-            digest.update(f"{os.path.relpath(path, bench.root)}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
-            count += 1
-            if count >= MAX_BENCH_FILES:
-                return digest.hexdigest() + "+more"
-    return digest.hexdigest()
+        return cls.in_cache("preflight")
 
 
 def _file_digest(path: Path) -> str:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 KEPT_S = 24 * 3600  # how long a kept record is trusted without a change its key sees
 
@@ -47,17 +47,36 @@ def own_folder(folder: Path) -> bool:
     return status.st_uid == os.geteuid() and not status.st_mode & 0o022 and os.access(folder, os.W_OK)
 
 
+def files_digest(root: Path, *, skip_names: frozenset[str] = frozenset(), skip_paths: frozenset[str] = frozenset(),
+                 limit: int | None = None) -> str:
+    """The files below `root` by relative name, size and modification time, as one hash: a file
+    added, removed, replaced or edited changes it. Folders named in `skip_names`, or whose real path
+    is in `skip_paths`, are not entered; after `limit` files the rest is not read ("+more")."""
+    digest = hashlib.sha256()
+    count = 0
+    for folder, folders, files in os.walk(root):
+        folders[:] = sorted(
+            name for name in folders
+            if name not in skip_names and os.path.realpath(os.path.join(folder, name)) not in skip_paths
+        )  # fmt: skip
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            try:
+                status = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            digest.update(f"{os.path.relpath(path, root)}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+            count += 1
+            if limit is not None and count >= limit:
+                return digest.hexdigest() + "+more"
+    return digest.hexdigest()
+
+
 @functools.lru_cache(maxsize=1)
 def plugin_digest() -> str:
-    """The plugin's own files (its sandbox, its audit, its pre-flight) by name, size and modification
-    time: a plugin installed or edited anew checks again."""
-    package = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for file in sorted(package.rglob("*")):
-        if "__pycache__" not in file.parts and file.is_file():
-            status = file.stat()
-            digest.update(f"{file.relative_to(package)}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
-    return digest.hexdigest()
+    """The plugin's own files (its sandbox, its audit, its pre-flight): a plugin installed or edited
+    anew checks again."""
+    return files_digest(Path(__file__).resolve().parent, skip_names=frozenset({"__pycache__"}))
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,6 +97,12 @@ class Records:
     def __init__(self, folder: Path | None, *, now: float | None = None) -> None:
         self.folder = folder
         self.now = time.time() if now is None else now
+
+    @classmethod
+    def in_cache(cls, name: str) -> Self:
+        """The records of the subfolder `name` of the user's cache (none kept without a cache of our own)."""
+        base = cache_folder()
+        return cls(base / name if base is not None else None)
 
     def recall(self, key: str) -> dict[str, Any] | None:
         """The record kept under `key` when it is younger than KEPT_S (and not from the future), else None."""

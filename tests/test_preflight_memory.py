@@ -11,7 +11,7 @@ import pytest
 from test_preflight import needs_sandbox, samples, sitting, write_bench
 
 from pytest_benchcell.config import load_bench
-from pytest_benchcell.preflight_memory import MEMORY_S, PreflightMemory, arm_key, remembered_line
+from pytest_benchcell.preflight_memory import MEMORY_S, PreflightMemory, arm_keys, remembered_line
 
 TOOLS = {"sandbox": "bwrap 0.8", "audit": "strace 6.1"}
 
@@ -68,7 +68,7 @@ def _bench(folder: Path, tool: str = "#!/bin/sh\necho 3\n") -> Path:
 
 
 def _key(bench_toml: Path, tools: dict[str, str] = TOOLS) -> str:
-    return arm_key(load_bench(bench_toml), "cli", "count", tools)
+    return arm_keys(load_bench(bench_toml), {"cli": "count"}, {"cli": tools})["cli"]
 
 
 def test_the_key_changes_with_whatever_the_preflight_depends_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,7 +106,7 @@ def test_the_key_changes_with_whatever_the_preflight_depends_on(tmp_path: Path, 
                     ".venv/lib/site.py", "node_modules/x/index.js", ".git/index", "elsewhere-store/x.jsonl"):  # fmt: skip
         (tmp_path / written).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / written).write_text("what a sitting, a cache or an install writes")
-    assert arm_key(load_bench(bench_toml), "cli", "count", TOOLS, store=tmp_path / "elsewhere-store") == before
+    assert arm_keys(load_bench(bench_toml), {"cli": "count"}, {"cli": TOOLS}, store=tmp_path / "elsewhere-store")["cli"] == before
 
 
 def test_the_summary_line_names_each_arm_and_how_long_ago_it_passed() -> None:

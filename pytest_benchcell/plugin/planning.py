@@ -226,7 +226,7 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
     from ..config import BenchConfigError
     from ..confinement import exec_audit_state, sandbox_state, start_arm_probes
     from ..preflight import Preflight, run_preflight
-    from ..preflight_memory import PreflightMemory, arm_key, remembered_line
+    from ..preflight_memory import PreflightMemory, arm_keys, remembered_line
 
     # The binaries' start-up probes run beside the pre-flight: for this process's trials, or on an
     # xdist controller for its workers on this machine (handed over in the plan: `_learned_for_workers`).
@@ -235,11 +235,11 @@ def _preflight(config: pytest.Config, bench: Bench, arms: dict[str, str], model_
 
     # An arm whose same pre-flight passed lately on this machine is not checked again (preflight_memory.py).
     memory = PreflightMemory.in_user_cache()  # `always` checks every arm, and keeps what passes for later sittings
-    keys = {
-        arm: arm_key(bench, arm, task, {"sandbox": repr(sandbox_state(bench, bench.arms[arm])),
-                                        "audit": repr(exec_audit_state(bench, bench.arms[arm]))}, store=store)
-        for arm, task in arms.items()
-    }  # fmt: skip
+    tools = {
+        arm: {"sandbox": repr(sandbox_state(bench, bench.arms[arm])), "audit": repr(exec_audit_state(bench, bench.arms[arm]))}
+        for arm in arms
+    }
+    keys = arm_keys(bench, arms, tools, store=store)
     recall = config.option.bench_preflight != PREFLIGHT_ALWAYS
     remembered = {arm: record for arm in arms if recall and (record := memory.recall(keys[arm])) is not None}
     to_check = {arm: task for arm, task in arms.items() if arm not in remembered}

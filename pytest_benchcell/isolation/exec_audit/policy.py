@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...user_cache import Records, cache_folder, machine, plugin_digest
+from ...user_cache import Records, machine, plugin_digest
 from .strace_log import ExecRecord
 from .tracer import CALIBRATION_TIMEOUT_S, Tracer, _trace
 
@@ -258,10 +258,9 @@ _PROBES_LOCK = threading.Lock()
 def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> Future[frozenset[str]]:
     """The probe of a binary's start-up, started once per process and key (the sitting's cache),
     unless an earlier sitting's is kept and still holds (`_recall`)."""
-    real = shutil.which(program, path=search_path)
-    if real is None or not tracer.available:
+    key = _probe_key(program, probe, search_path, tracer)
+    if key is None:
         return _known(frozenset())
-    key = (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
     with _PROBES_LOCK:
         future = _PROBES.get(key)
         if future is None:
@@ -275,15 +274,23 @@ def _probe(program: str, probe: Sequence[str], search_path: str, tracer: Tracer)
     return future
 
 
+def _probe_key(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> tuple[str, tuple[str, ...], str, Tracer] | None:
+    """A probe's key: the binary's real path, the probe's arguments, the search path and the watcher
+    (None where the binary is not found or nothing can watch it)."""
+    real = shutil.which(program, path=search_path)
+    if real is None or not tracer.available:
+        return None
+    return (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
+
+
 def probe_again(program: str, probe: Sequence[str], search_path: str, tracer: Tracer) -> bool:
     """Where this process took a binary's helpers second-hand (kept from an earlier sitting, or
     handed over by the xdist controller), forget them and run its probe now; True when it did, so
     the caller judges again with what the start-up runs today (a trial that ran a program the kept
     helpers do not explain must not be invalid for that alone)."""
-    real = shutil.which(program, path=search_path)
-    if real is None or not tracer.available:
+    key = _probe_key(program, probe, search_path, tracer)
+    if key is None:
         return False
-    key = (os.path.realpath(real), tuple(probe[1:]), search_path, tracer)
     future: Future[frozenset[str]] = Future()
     with _PROBES_LOCK:
         if key not in _SECONDHAND:
@@ -304,8 +311,7 @@ KEPT_FORMAT = 1
 
 
 def _kept() -> Records:
-    base = cache_folder()
-    return Records(base / "probes" if base is not None else None)
+    return Records.in_cache("probes")
 
 
 def _kept_key(key: tuple[str, tuple[str, ...], str, Tracer]) -> str:
